@@ -1,0 +1,3 @@
+from kueuediag.cli import main
+
+main()

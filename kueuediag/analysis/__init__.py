@@ -1,0 +1,1 @@
+"""Pure analyses shared by several checks (message parsing, quota trees, node capacity, queue order)."""

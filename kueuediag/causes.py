@@ -1,0 +1,208 @@
+"""The cause catalog: every finding names one of these slugs.
+
+Slugs are stable public API (JSON output, `--ignore`, `explain`). Never rename one; add new ones.
+
+Each cause has a *layer* (submission, kueue, kubernetes) and a *tier* used by the ranking policy
+(see docs/ranking.md):
+
+* ``blocker``  – the workload can never run as submitted/configured (KEP-10852's workload-wide reasons first);
+* ``root``     – a root cause that explains waiting beyond what quota and order predict;
+* ``waiting``  – the normal mechanics of a queue (quota, order, preemption in progress, checks);
+* ``symptom``  – an observation that needs a root cause (guarantee violation);
+* ``context``  – cluster-wide facts worth knowing that do not by themselves explain the target;
+* ``none``     – the workload is not pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from kueuediag.models import Layer
+
+
+class Tier(str, Enum):
+    BLOCKER = "blocker"
+    ROOT = "root"
+    WAITING = "waiting"
+    SYMPTOM = "symptom"
+    CONTEXT = "context"
+    NONE = "none"
+
+
+TIER_ORDER = {Tier.BLOCKER: 0, Tier.ROOT: 1, Tier.WAITING: 2, Tier.SYMPTOM: 3, Tier.CONTEXT: 4, Tier.NONE: 5}
+
+
+@dataclass(frozen=True)
+class Cause:
+    slug: str
+    layer: Layer
+    tier: Tier
+    title: str
+    description: str
+    remediation: str
+
+
+_S, _K, _N = Layer.SUBMISSION, Layer.KUEUE, Layer.KUBERNETES
+
+CAUSES: tuple[Cause, ...] = (
+    # --- submission layer -------------------------------------------------------------------------------
+    Cause("not-managed", _S, Tier.BLOCKER, "Kueue does not manage this job",
+          "The job exists but Kueue created no Workload for it: the queue-name label is missing (and the "
+          "namespace has no LocalQueue named `default`), the namespace is outside "
+          "`managedJobsNamespaceSelector`, or the job's integration is not enabled in `integrations.frameworks`.",
+          "Add the label `kueue.x-k8s.io/queue-name=<localqueue>` to the job, or create a LocalQueue named "
+          "`default` in the namespace; check `integrations.frameworks` in the Kueue manager config."),
+    Cause("localqueue-missing", _S, Tier.BLOCKER, "The LocalQueue does not exist",
+          "The Workload names a LocalQueue (`spec.queueName`) that does not exist in its namespace. Kueue writes "
+          "`LocalQueue <name> doesn't exist` and never considers the workload.",
+          "Create the LocalQueue or resubmit with the right `kueue.x-k8s.io/queue-name` label "
+          "(`kubectl get localqueues -n <ns>`)."),
+    Cause("localqueue-stopped", _S, Tier.BLOCKER, "The LocalQueue is stopped or inactive",
+          "The LocalQueue has `stopPolicy: Hold|HoldAndDrain` or is inactive because its ClusterQueue is missing "
+          "or inactive.",
+          "`kubectl patch localqueue <lq> -n <ns> --type merge -p '{\"spec\":{\"stopPolicy\":\"None\"}}'` "
+          "(or `kubectl kueue resume localqueue <lq>`)."),
+    Cause("clusterqueue-missing", _S, Tier.BLOCKER, "The ClusterQueue does not exist",
+          "The LocalQueue points at a ClusterQueue (`spec.clusterQueue`) that does not exist.",
+          "Create the ClusterQueue or point the LocalQueue at an existing one (LocalQueue.spec.clusterQueue is "
+          "immutable: recreate the LocalQueue)."),
+    Cause("clusterqueue-inactive", _S, Tier.BLOCKER, "The ClusterQueue is inactive",
+          "The ClusterQueue's `Active` condition is False (stopped, missing ResourceFlavors, missing or inactive "
+          "AdmissionChecks, missing Topology, terminating). Every workload in it stays pending with "
+          "`ClusterQueue <name> is inactive`.",
+          "Fix what the ClusterQueue's Active condition names: create the missing ResourceFlavor/AdmissionCheck/"
+          "Topology, or set `spec.stopPolicy: None`."),
+    Cause("namespace-not-selected", _S, Tier.BLOCKER, "The namespace is not selected by the ClusterQueue",
+          "The ClusterQueue's `namespaceSelector` does not match the workload's namespace (a null selector "
+          "matches no namespace; `{}` matches all).",
+          "Label the namespace to match the selector, or widen `spec.namespaceSelector` on the ClusterQueue."),
+    Cause("resource-not-covered", _S, Tier.BLOCKER, "A requested resource is not covered by the ClusterQueue",
+          "The workload requests a resource that no resourceGroup of the ClusterQueue covers "
+          "(`resource X unavailable in ClusterQueue`).",
+          "Add the resource to a resourceGroup's `coveredResources` (with quota in each flavor), or drop the "
+          "request from the pod template, or list it in `resources.excludeResourcePrefixes`."),
+    Cause("no-matching-flavor", _S, Tier.BLOCKER, "No ResourceFlavor matches the pod's constraints",
+          "Every flavor is excluded by the pod's nodeSelector/affinity or by flavor taints the pod does not "
+          "tolerate, or a flavor does not exist.",
+          "Align the pod's nodeSelector/affinity with a flavor's `nodeLabels`, or add tolerations for the "
+          "flavor's `nodeTaints`."),
+    Cause("exceeds-max-quota", _S, Tier.BLOCKER, "The request is larger than the queue could ever provide",
+          "The request exceeds nominal quota plus everything the ClusterQueue may borrow in every flavor it may "
+          "use: it can never be admitted as is.",
+          "Reduce the request (fewer pods or smaller pods), raise nominalQuota/borrowingLimit, or submit to a "
+          "bigger queue."),
+    Cause("deactivated", _S, Tier.BLOCKER, "The Workload is deactivated",
+          "`spec.active` is false: set by a user, by the requeuing limit of waitForPodsReady, by maximum execution "
+          "time or by a rejected admission check.",
+          "Fix the reason, then `kubectl patch workload <wl> -n <ns> --type merge -p '{\"spec\":{\"active\":true}}'`."),
+    Cause("admission-gated", _S, Tier.BLOCKER, "Admission is gated by an external controller",
+          "The annotation `kueue.x-k8s.io/admission-gated-by` (or preemption gates) blocks admission until the "
+          "named controllers clear it.",
+          "Find the controller named in the annotation; it must remove itself from the annotation."),
+    # --- kueue layer ----------------------------------------------------------------------------------------
+    Cause("not-yet-evaluated", _K, Tier.WAITING, "Kueue has not evaluated the workload yet",
+          "The Workload has no QuotaReserved condition: the scheduler has not looked at it yet. Normal for "
+          "seconds; minutes point at a busy or unhealthy controller.",
+          "Wait a scheduling cycle; if it lasts, check the Kueue controller (see controller-unhealthy)."),
+    Cause("waiting-for-quota", _K, Tier.WAITING, "Waiting for quota",
+          "The ClusterQueue (with what it may borrow) has no unused quota for the request right now, and "
+          "preemption cannot make room.",
+          "Wait for running workloads to finish, lower the request, or ask for more nominal quota/borrowing."),
+    Cause("queued-behind", _K, Tier.WAITING, "Queued behind other workloads",
+          "The request would fit, but workloads ahead in the ClusterQueue (higher priority or earlier) go first, "
+          "or a StrictFIFO head that does not fit blocks the queue.",
+          "Wait, raise the workload's priority (WorkloadPriorityClass), or switch the ClusterQueue to "
+          "BestEffortFIFO if a blocked head is the problem."),
+    Cause("preemption-in-progress", _K, Tier.WAITING, "Preemption in progress",
+          "Kueue has chosen victims and waits for them to release quota (`Pending the preemption of N "
+          "workload(s)`).",
+          "Usually resolves within the victims' termination grace period."),
+    Cause("slow-preemption", _K, Tier.ROOT, "Preemption is slow: victims hold quota through long grace periods",
+          "The workload heads its queue waiting for victims that take their whole termination grace period "
+          "(preStop hooks, long terminationGracePeriodSeconds) to release quota; admissions trickle at that "
+          "interval.",
+          "Shorten terminationGracePeriodSeconds/preStop hooks, enable FastQuotaReleaseInPodIntegration "
+          "(Kueue >= v0.17), or evict victims manually as a stop-gap."),
+    Cause("stuck-preemption-target", _K, Tier.ROOT, "A preemption victim is stuck and blocks several queues",
+          "A victim (often a zombie pod past its grace period) never releases quota; heads of several "
+          "ClusterQueues target it (`overlapping preemption targets`) and admissions stall across them.",
+          "Force-delete the zombie pod (`kubectl delete pod --force --grace-period=0`), fix its node; "
+          "Kueue >= v0.14.0 releases quota after the grace period."),
+    Cause("guarantee-violation", _K, Tier.SYMPTOM, "Guarantee violation: fits in unused nominal quota but pending",
+          "The workload would fit in its ClusterQueue's unused nominal quota, yet it stays pending. A symptom: "
+          "another finding usually explains it.",
+          "Follow the recipe: rule out fragmentation, check admission/preemption rates, release state, logs and "
+          "controller health."),
+    Cause("fair-sharing-anomaly", _K, Tier.ROOT, "Fair-sharing shares are wrong",
+          "The dominant resource share Kueue reports disagrees with the recomputation (e.g. a borrowing queue at 0 "
+          "on a Kueue with the rounding bug), so reclamation and ordering go wrong.",
+          "Upgrade Kueue (>= v0.13.5 / v0.14.0 fixes the rounding bug); as a stop-gap lower fair-sharing weights "
+          "or evict the borrowers by hand."),
+    Cause("topology-no-fit", _K, Tier.ROOT, "Topology-aware scheduling finds no domain that fits",
+          "The TAS flavor's topology has no domain with enough free capacity for the requested level.",
+          "Relax the topology request (preferred instead of required, a higher level), wait for a domain to drain, "
+          "or defragment."),
+    Cause("admission-check-pending", _K, Tier.WAITING, "Waiting for admission checks",
+          "Quota is reserved but an admission check (e.g. ProvisioningRequest) is not Ready yet.",
+          "Look at the admission check's controller and its ProvisioningRequest; see the check's message."),
+    Cause("admission-check-rejected", _K, Tier.BLOCKER, "An admission check rejected the workload",
+          "An admission check reported Rejected; Kueue deactivates the workload.",
+          "Read the check's message, fix the cause, then reactivate the Workload."),
+    Cause("podsready-backoff", _K, Tier.WAITING, "Requeue backoff after a PodsReady timeout",
+          "The workload was evicted because its pods did not become ready in time; it waits until "
+          "`status.requeueState.requeueAt` before Kueue considers it again.",
+          "Find why the pods did not start (image pulls, unschedulable pods); the backoff ends by itself."),
+    Cause("waiting-for-podsready", _K, Tier.WAITING, "Admission is blocked until other workloads are ready",
+          "waitForPodsReady.blockAdmission holds new admissions while an admitted workload is not PodsReady.",
+          "Find the admitted workload whose pods are not ready; consider blockAdmission: false."),
+    Cause("controller-unhealthy", _K, Tier.ROOT, "The Kueue controller is unhealthy",
+          "The kueue-controller-manager is not ready, crash-looping or lost leader election: nothing is admitted.",
+          "`kubectl -n kueue-system describe pod -l control-plane=controller-manager`; read its logs; check "
+          "webhook and API-server health."),
+    # --- kubernetes layer ---------------------------------------------------------------------------------
+    Cause("gate-not-removed", _N, Tier.ROOT, "Admitted, but Kueue has not released the pods",
+          "The Workload is admitted but its pods still carry the `kueue.x-k8s.io/admission` (or topology) "
+          "scheduling gate, or the job is still suspended.",
+          "Check the Kueue job reconciler logs for the job; restart the controller if it is stuck."),
+    Cause("fragmentation", _N, Tier.ROOT, "Free capacity exists, but no node has a hole of the needed shape",
+          "Quota allows the workload, but free GPUs are scattered across nodes (e.g. 1+1+4+2 free on four 8-GPU "
+          "nodes cannot run an 8-GPU pod).",
+          "Use topology-aware scheduling, bin-pack small jobs (MostAllocated scoring), reshape the request, or "
+          "drain small workloads from a node."),
+    Cause("kube-unschedulable", _N, Tier.ROOT, "The Kubernetes scheduler cannot place the pods",
+          "Kueue released the pods, but kube-scheduler reports them unschedulable (taints, affinity, volumes, "
+          "insufficient resources).",
+          "Read the FailedScheduling event (`0/N nodes are available: ...`) and fix the constraint it names."),
+    # --- extra causes (added by kueuediag) ---------------------------------------------------------------
+    Cause("zombie-pods", _N, Tier.CONTEXT, "Pods stuck terminating past their grace period",
+          "Pods whose deletionTimestamp (plus grace) has passed still exist; their resources and, on older Kueue, "
+          "their quota stay taken.",
+          "`kubectl delete pod <pod> --force --grace-period=0` and fix the node/kubelet."),
+    Cause("node-unhealthy", _N, Tier.CONTEXT, "Nodes in the workload's flavors are unavailable",
+          "Nodes are NotReady, cordoned, or report less allocatable GPU than capacity.",
+          "Repair or uncordon the nodes; check the GPU device plugin."),
+    Cause("config-change", _K, Tier.CONTEXT, "Queue configuration changed near the pending onset",
+          "A ClusterQueue, Cohort, ResourceFlavor or the Kueue configuration changed, or the controller "
+          "restarted, close to when the workload started waiting.",
+          "Review the change (managedFields, generation) and roll it back if it is the trigger."),
+    Cause("logging-insufficient", _K, Tier.CONTEXT, "Controller logs are too quiet to decide",
+          "Kueue runs at the default --zap-log-level=2, so the decisive V(3)+ lines (`Workload evaluated for "
+          "admission`, `Preempted`) are absent.",
+          "Raise the controller's log level to `--zap-log-level=5` while investigating."),
+    Cause("known-issue", _K, Tier.ROOT, "A known upstream Kueue bug matches",
+          "The Kueue version and a signature in the snapshot match a known upstream issue.",
+          "Upgrade to the fixed version named in the finding."),
+    Cause("not-pending", Layer.NONE, Tier.NONE, "The workload is not pending",
+          "The workload is admitted and running, or finished.",
+          "Nothing to do for Kueue; if pods misbehave, look at the pods themselves."),
+)
+
+BY_SLUG: dict[str, Cause] = {c.slug: c for c in CAUSES}
+
+
+def cause(slug: str) -> Cause:
+    try:
+        return BY_SLUG[slug]
+    except KeyError:
+        raise KeyError(f"unknown cause {slug!r}") from None

@@ -1,0 +1,149 @@
+"""The check plugin contract.
+
+A check is one class in one module with class-level metadata and a pure `run(snapshot, target)`:
+
+* ``code``      – stable ``KD`` + 3 digits, never reused; the hundreds digit names the family;
+* ``name``      – a slug (``queue-configuration``);
+* ``requires``  – snapshot parts it reads; the engine skips the check with a reason when one is missing;
+* ``needs_workload`` – whether it needs a resolved Workload (False for cluster-wide checks);
+* ``default_severity`` and ``options`` (defaults of its tunables, overridable by configuration).
+
+The class docstring *is* the documentation page, with the sections listed in ``DOC_SECTIONS``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from kueuediag.causes import cause as lookup_cause
+from kueuediag.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from kueuediag.snapshot.model import Part, Snapshot
+from kueuediag.target import Target
+
+DOC_SECTIONS = ("What it detects", "Why the workload stays pending", "Evidence", "How to fix", "Example")
+
+FAMILIES: dict[str, str] = {
+    "0": "submission",
+    "1": "quota",
+    "2": "placement",
+    "3": "rates",
+    "4": "release",
+    "5": "logs",
+    "6": "ordering",
+    "7": "admission",
+    "9": "health",
+}
+
+DOCS_BASE = "docs/checks"
+
+
+class Check:
+    """Base class of every check plugin (built-in or third-party)."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    requires: ClassVar[tuple[Part, ...]] = ()
+    needs_workload: ClassVar[bool] = True
+    default_severity: ClassVar[Severity] = Severity.MEDIUM
+    options: ClassVar[Mapping[str, Any]] = {}
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        merged = dict(self.options)
+        for key, value in (options or {}).items():
+            if key not in merged:
+                raise ValueError(f"{self.code}: unknown option {key!r} (known: {', '.join(sorted(merged)) or 'none'})")
+            merged[key] = type(merged[key])(value) if merged[key] is not None else value
+        self.opts: dict[str, Any] = merged
+
+    @classmethod
+    def family(cls) -> str:
+        return FAMILIES.get(cls.code[2:3], "other")
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    # --- helpers for subclasses ------------------------------------------------------------------------
+    def finding(
+        self,
+        cause: str,
+        title: str,
+        message: str,
+        *,
+        severity: Severity | None = None,
+        confidence: Confidence = Confidence.HIGH,
+        evidence: Iterable[Evidence] = (),
+        remediation: Iterable[str] | None = None,
+        about_target: bool = True,
+        data: Mapping[str, Any] | None = None,
+    ) -> Finding:
+        """Build a Finding stamped with this check's code; remediation defaults to the cause catalog's."""
+        c = lookup_cause(cause)
+        return Finding(
+            code=self.code,
+            check=self.name,
+            cause=cause,
+            title=title,
+            message=message,
+            severity=self.default_severity if severity is None else severity,
+            confidence=confidence,
+            evidence=tuple(evidence),
+            remediation=tuple(remediation) if remediation is not None else (c.remediation,),
+            docs=f"{DOCS_BASE}/{self.code}.md",
+            about_target=about_target,
+            data=dict(data or {}),
+        )
+
+    @classmethod
+    def doc(cls) -> dict[str, str]:
+        """The docstring split into its fixed sections (plus 'summary')."""
+        return parse_doc(inspect.getdoc(cls) or "")
+
+
+def parse_doc(text: str) -> dict[str, str]:
+    sections: dict[str, str] = {}
+    current = "summary"
+    buf: list[str] = []
+    for line in text.splitlines():
+        header = line.strip().rstrip(":")
+        if header in DOC_SECTIONS and line.strip().endswith(":"):
+            sections[current] = "\n".join(buf).strip()
+            current, buf = header, []
+        else:
+            buf.append(line)
+    sections[current] = "\n".join(buf).strip()
+    return sections
+
+
+def ev(
+    source: str,
+    observed: str,
+    *,
+    kind: str | None = None,
+    name: str | None = None,
+    namespace: str | None = None,
+    field: str | None = None,
+    expected: str | None = None,
+) -> Evidence:
+    """Shorthand for an Evidence item."""
+    ref = ObjectRef(kind=kind, name=name, namespace=namespace) if kind and name else None
+    return Evidence(source=source, ref=ref, field=field, observed=observed, expected=expected)
+
+
+_CODE = re.compile(r"^KD\d{3}$")
+
+
+def validate_check_class(cls: type[Check]) -> None:
+    """Raise ValueError when a plugin class breaks the contract (used by the registry)."""
+    for attr in ("code", "name"):
+        if not isinstance(getattr(cls, attr, None), str):
+            raise ValueError(f"{cls.__module__}.{cls.__name__}: missing class attribute {attr!r}")
+    if not _CODE.match(cls.code):
+        raise ValueError(f"{cls.__name__}: code {cls.code!r} is not KD + 3 digits")
+    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", cls.name):
+        raise ValueError(f"{cls.__name__}: name {cls.name!r} is not a slug")
+    missing = [s for s in DOC_SECTIONS if s not in cls.doc()]
+    if missing:
+        raise ValueError(f"{cls.code} {cls.name}: docstring lacks section(s): {', '.join(missing)}")

@@ -1,0 +1,576 @@
+"""Normalised Kueue objects: one shape for v1beta1 and v1beta2 (kueue-facts §1.2 renames).
+
+Views are built lazily per kind and memoised on the Snapshot (`kueue_index(snap)`), so a 50,000-workload
+snapshot is normalised once whatever number of checks ask.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from kueuediag.quantity import ZERO, parse_quantity, parse_resource_list
+from kueuediag.snapshot.k8s import (
+    Condition,
+    EventView,
+    NodeView,
+    PodView,
+    conditions,
+    event_view,
+    meta,
+    node_view,
+    pod_spec_requests,
+    pod_view,
+)
+from kueuediag.snapshot.model import Snapshot
+from kueuediag.timeutil import parse_time_lenient
+
+FlavorResource = tuple[str, str]
+"""(flavor name, resource name)"""
+
+
+# --- Workload -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PodSet:
+    name: str
+    count: int
+    min_count: int | None
+    requests: dict[str, Decimal]
+    """per pod"""
+    spec: dict[str, Any]
+    topology_request: dict[str, Any] | None
+
+    def total(self, count: int | None = None) -> dict[str, Decimal]:
+        n = self.count if count is None else count
+        return {r: q * n for r, q in self.requests.items()}
+
+
+@dataclass
+class PodSetAssignment:
+    name: str
+    flavors: dict[str, str]
+    usage: dict[str, Decimal]
+    count: int | None
+    topology: dict[str, Any] | None
+
+
+@dataclass
+class AdmissionCheckState:
+    name: str
+    state: str
+    message: str
+    last_transition: datetime | None
+    retry_count: int | None = None
+
+
+@dataclass
+class WorkloadView:
+    obj: dict[str, Any]
+    namespace: str
+    name: str
+    uid: str
+    created: datetime | None
+    queue_name: str | None
+    priority: int
+    priority_class: str | None
+    priority_class_kind: str | None
+    active: bool
+    pod_sets: list[PodSet]
+    conditions: dict[str, Condition]
+    admission_cq: str | None
+    assignments: list[PodSetAssignment]
+    admission_checks: list[AdmissionCheckState]
+    requeue_count: int | None
+    requeue_at: datetime | None
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    owner: dict[str, Any] | None = None
+
+    def cond(self, type_: str) -> Condition | None:
+        return self.conditions.get(type_)
+
+    def is_true(self, type_: str) -> bool:
+        c = self.conditions.get(type_)
+        return bool(c and c.true)
+
+    @property
+    def state(self) -> str:
+        """finished > admitted > quota-reserved > pending (pkg/workload Status())."""
+        if self.is_true("Finished"):
+            return "finished"
+        if self.is_true("Admitted"):
+            return "admitted"
+        if self.is_true("QuotaReserved"):
+            return "quota-reserved"
+        return "pending"
+
+    @property
+    def holds_quota(self) -> bool:
+        return self.is_true("QuotaReserved") and not self.is_true("Finished")
+
+    @property
+    def queue_order_time(self) -> datetime | None:
+        """Creation time, or the last eviction/requeue time (requeuingStrategy.timestamp: Eviction)."""
+        evicted = self.conditions.get("Evicted")
+        if evicted and evicted.true and evicted.reason in ("PodsReadyTimeout", "AdmissionCheck") \
+                and evicted.last_transition:
+            return evicted.last_transition
+        requeued = self.conditions.get("Requeued")
+        if requeued and requeued.reason in ("PodsReadyTimeout", "AdmissionCheck", "BackoffFinished") \
+                and requeued.last_transition:
+            return requeued.last_transition
+        return self.created
+
+    def total_requests(self) -> dict[str, Decimal]:
+        out: dict[str, Decimal] = {}
+        for ps in self.pod_sets:
+            for r, q in ps.total().items():
+                out[r] = out.get(r, ZERO) + q
+        return out
+
+    def usage(self) -> dict[FlavorResource, Decimal]:
+        """Quota this workload holds per (flavor, resource), from status.admission."""
+        out: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
+        for a in self.assignments:
+            for res, qty in a.usage.items():
+                flavor = a.flavors.get(res)
+                if flavor:
+                    out[(flavor, res)] += qty
+        return dict(out)
+
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def workload_view(obj: dict[str, Any]) -> WorkloadView:
+    m = meta(obj)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    where = f"Workload {m.get('namespace')}/{m.get('name')}"
+    pod_sets: list[PodSet] = []
+    requested = {rr.get("name"): rr.get("resources") for rr in status.get("resourceRequests") or ()
+                 if isinstance(rr, dict)}
+    for ps in spec.get("podSets") or ():
+        tmpl_spec = ((ps.get("template") or {}).get("spec")) or {}
+        name = ps.get("name") or "main"
+        reqs = pod_spec_requests(tmpl_spec, where)
+        pod_sets.append(PodSet(
+            name=name,
+            count=int(ps.get("count", 1)),
+            min_count=ps.get("minCount"),
+            requests=reqs,
+            spec=tmpl_spec,
+            topology_request=ps.get("topologyRequest"),
+        ))
+        # status.resourceRequests (totals after LimitRange defaults) is authoritative when present.
+        if requested.get(name) and ps.get("count", 1):
+            totals = parse_resource_list(requested[name], where)
+            count = int(ps.get("count", 1)) or 1
+            pod_sets[-1].requests = {r: q / count for r, q in totals.items()} or reqs
+    # priority: v1beta2 priorityClassRef{kind,name}; v1beta1 priorityClassName + priorityClassSource
+    pc_ref = spec.get("priorityClassRef") or {}
+    pc_name = pc_ref.get("name") or spec.get("priorityClassName")
+    pc_kind = pc_ref.get("kind") or _source_kind(spec.get("priorityClassSource"))
+    admission = status.get("admission") or {}
+    assignments = []
+    for a in admission.get("podSetAssignments") or ():
+        assignments.append(PodSetAssignment(
+            name=a.get("name") or "main",
+            flavors=dict(a.get("flavors") or {}),
+            usage=parse_resource_list(a.get("resourceUsage"), where),
+            count=a.get("count"),
+            topology=a.get("topologyAssignment"),
+        ))
+    checks = [
+        AdmissionCheckState(
+            name=c.get("name", ""), state=c.get("state", ""), message=c.get("message") or "",
+            last_transition=parse_time_lenient(c.get("lastTransitionTime")), retry_count=c.get("retryCount"),
+        )
+        for c in status.get("admissionChecks") or () if isinstance(c, dict)
+    ]
+    requeue = status.get("requeueState") or {}
+    owner = None
+    for ref in m.get("ownerReferences") or ():
+        if isinstance(ref, dict) and (ref.get("controller") or owner is None):
+            owner = ref
+    return WorkloadView(
+        obj=obj,
+        namespace=m.get("namespace") or "",
+        name=m.get("name") or "",
+        uid=m.get("uid") or "",
+        created=parse_time_lenient(m.get("creationTimestamp")),
+        queue_name=spec.get("queueName"),
+        priority=int(spec.get("priority") or 0),
+        priority_class=pc_name,
+        priority_class_kind=pc_kind,
+        active=spec.get("active", True) is not False,
+        pod_sets=pod_sets,
+        conditions=conditions(obj),
+        admission_cq=admission.get("clusterQueue"),
+        assignments=assignments,
+        admission_checks=checks,
+        requeue_count=requeue.get("count"),
+        requeue_at=parse_time_lenient(requeue.get("requeueAt")),
+        labels=m.get("labels") or {},
+        annotations=m.get("annotations") or {},
+        owner=owner,
+    )
+
+
+def _source_kind(source: str | None) -> str | None:
+    if source == "kueue.x-k8s.io/workloadpriorityclass":
+        return "WorkloadPriorityClass"
+    if source == "scheduling.k8s.io/priorityclass":
+        return "PriorityClass"
+    return None
+
+
+# --- quota-bearing nodes: ClusterQueue and Cohort -------------------------------------------------------------
+
+
+@dataclass
+class Quota:
+    nominal: Decimal
+    borrowing_limit: Decimal | None
+    lending_limit: Decimal | None
+
+
+@dataclass
+class ResourceGroup:
+    covered: list[str]
+    flavors: list[tuple[str, dict[str, Quota]]]
+    """ordered (flavor name, resource → quota)"""
+
+
+def _resource_groups(spec: dict[str, Any], where: str) -> list[ResourceGroup]:
+    groups = []
+    for rg in spec.get("resourceGroups") or ():
+        flavors = []
+        for fq in rg.get("flavors") or ():
+            quotas = {}
+            for r in fq.get("resources") or ():
+                rname = r.get("name", "")
+                try:
+                    quotas[rname] = Quota(
+                        nominal=parse_quantity(r.get("nominalQuota", 0)),
+                        borrowing_limit=None if r.get("borrowingLimit") is None
+                        else parse_quantity(r.get("borrowingLimit")),
+                        lending_limit=None if r.get("lendingLimit") is None
+                        else parse_quantity(r.get("lendingLimit")),
+                    )
+                except ValueError as exc:
+                    raise type(exc)(f"{where} flavor {fq.get('name')} resource {rname}: {exc}") from None
+            flavors.append((fq.get("name", ""), quotas))
+        groups.append(ResourceGroup(covered=list(rg.get("coveredResources") or []), flavors=flavors))
+    return groups
+
+
+def _usage_list(raw: Any, where: str) -> dict[FlavorResource, tuple[Decimal, Decimal]]:
+    """status.flavorsReservation/flavorsUsage → (flavor, resource) → (total, borrowed)."""
+    out: dict[FlavorResource, tuple[Decimal, Decimal]] = {}
+    for f in raw or ():
+        for r in f.get("resources") or ():
+            out[(f.get("name", ""), r.get("name", ""))] = (
+                parse_quantity(r.get("total", 0)), parse_quantity(r.get("borrowed", 0)))
+    return out
+
+
+@dataclass
+class ClusterQueueView:
+    obj: dict[str, Any]
+    name: str
+    cohort: str | None
+    resource_groups: list[ResourceGroup]
+    namespace_selector: dict[str, Any] | None
+    queueing_strategy: str
+    preemption: dict[str, Any]
+    flavor_fungibility: dict[str, Any]
+    stop_policy: str
+    admission_checks: list[tuple[str, list[str]]]
+    fair_weight: Decimal
+    conditions: dict[str, Condition]
+    reservation: dict[FlavorResource, tuple[Decimal, Decimal]]
+    usage: dict[FlavorResource, tuple[Decimal, Decimal]]
+    pending_workloads: int | None
+    weighted_share: int | None
+
+    def quota(self, flavor: str, resource: str) -> Quota | None:
+        for rg in self.resource_groups:
+            for fname, quotas in rg.flavors:
+                if fname == flavor and resource in quotas:
+                    return quotas[resource]
+        return None
+
+    def flavor_names(self) -> list[str]:
+        return [f for rg in self.resource_groups for f, _ in rg.flavors]
+
+    def group_for(self, resource: str) -> ResourceGroup | None:
+        for rg in self.resource_groups:
+            if resource in rg.covered:
+                return rg
+        return None
+
+    @property
+    def active(self) -> bool:
+        c = self.conditions.get("Active")
+        return c is None or c.true
+
+
+def cluster_queue_view(obj: dict[str, Any]) -> ClusterQueueView:
+    m = meta(obj)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    where = f"ClusterQueue {m.get('name')}"
+    checks: list[tuple[str, list[str]]] = [(n, []) for n in spec.get("admissionChecks") or ()]
+    for ac in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or ():
+        checks.append((ac.get("name", ""), list(ac.get("onFlavors") or [])))
+    fs = status.get("fairSharing") or {}
+    return ClusterQueueView(
+        obj=obj,
+        name=m.get("name", ""),
+        cohort=spec.get("cohortName") or spec.get("cohort") or None,
+        resource_groups=_resource_groups(spec, where),
+        namespace_selector=spec.get("namespaceSelector"),
+        queueing_strategy=spec.get("queueingStrategy") or "BestEffortFIFO",
+        preemption=spec.get("preemption") or {},
+        flavor_fungibility=spec.get("flavorFungibility") or {},
+        stop_policy=spec.get("stopPolicy") or "None",
+        admission_checks=checks,
+        fair_weight=parse_quantity((spec.get("fairSharing") or {}).get("weight", 1)),
+        conditions=conditions(obj),
+        reservation=_usage_list(status.get("flavorsReservation"), where),
+        usage=_usage_list(status.get("flavorsUsage"), where),
+        pending_workloads=status.get("pendingWorkloads"),
+        weighted_share=fs.get("weightedShare"),
+    )
+
+
+@dataclass
+class CohortView:
+    obj: dict[str, Any] | None
+    name: str
+    parent: str | None
+    resource_groups: list[ResourceGroup]
+    fair_weight: Decimal
+    weighted_share: int | None
+
+    def quota(self, flavor: str, resource: str) -> Quota | None:
+        for rg in self.resource_groups:
+            for fname, quotas in rg.flavors:
+                if fname == flavor and resource in quotas:
+                    return quotas[resource]
+        return None
+
+
+def cohort_view(obj: dict[str, Any]) -> CohortView:
+    m = meta(obj)
+    spec = obj.get("spec") or {}
+    fs = (obj.get("status") or {}).get("fairSharing") or {}
+    return CohortView(
+        obj=obj,
+        name=m.get("name", ""),
+        parent=spec.get("parentName") or spec.get("parent") or None,
+        resource_groups=_resource_groups(spec, f"Cohort {m.get('name')}"),
+        fair_weight=parse_quantity((spec.get("fairSharing") or {}).get("weight", 1)),
+        weighted_share=fs.get("weightedShare"),
+    )
+
+
+@dataclass
+class LocalQueueView:
+    obj: dict[str, Any]
+    namespace: str
+    name: str
+    cluster_queue: str
+    stop_policy: str
+    conditions: dict[str, Condition]
+
+
+def local_queue_view(obj: dict[str, Any]) -> LocalQueueView:
+    m = meta(obj)
+    spec = obj.get("spec") or {}
+    return LocalQueueView(
+        obj=obj, namespace=m.get("namespace") or "", name=m.get("name", ""),
+        cluster_queue=spec.get("clusterQueue") or "", stop_policy=spec.get("stopPolicy") or "None",
+        conditions=conditions(obj),
+    )
+
+
+@dataclass
+class FlavorView:
+    obj: dict[str, Any]
+    name: str
+    node_labels: dict[str, str]
+    node_taints: list[dict[str, Any]]
+    tolerations: list[dict[str, Any]]
+    topology_name: str | None
+
+
+def flavor_view(obj: dict[str, Any]) -> FlavorView:
+    spec = obj.get("spec") or {}
+    return FlavorView(
+        obj=obj, name=meta(obj).get("name", ""), node_labels=dict(spec.get("nodeLabels") or {}),
+        node_taints=list(spec.get("nodeTaints") or []), tolerations=list(spec.get("tolerations") or []),
+        topology_name=spec.get("topologyName"),
+    )
+
+
+# --- the memoised index -------------------------------------------------------------------------------------
+
+
+@dataclass
+class KueueIndex:
+    cluster_queues: dict[str, ClusterQueueView]
+    cohorts: dict[str, CohortView]
+    """explicit Cohort objects plus implicit cohorts named only by cohortName/parentName"""
+    local_queues: dict[tuple[str, str], LocalQueueView]
+    flavors: dict[str, FlavorView]
+    topologies: dict[str, list[str]]
+    priority_classes: dict[str, int]
+    admission_checks: dict[str, dict[str, Any]]
+
+    def cohort_children(self, cohort: str) -> tuple[list[str], list[str]]:
+        """(child cohorts, child ClusterQueues)."""
+        cohorts = sorted(c.name for c in self.cohorts.values() if c.parent == cohort)
+        cqs = sorted(q.name for q in self.cluster_queues.values() if q.cohort == cohort)
+        return cohorts, cqs
+
+    def root_of(self, cohort: str) -> str:
+        seen = set()
+        while cohort in self.cohorts and self.cohorts[cohort].parent and cohort not in seen:
+            seen.add(cohort)
+            cohort = self.cohorts[cohort].parent or cohort
+        return cohort
+
+
+def kueue_index(snap: Snapshot) -> KueueIndex:
+    return snap.memo("kueue-index", lambda: _build_index(snap))
+
+
+def _build_index(snap: Snapshot) -> KueueIndex:
+    cqs = {v.name: v for v in map(cluster_queue_view, snap.of_kind("ClusterQueue"))}
+    cohorts = {v.name: v for v in map(cohort_view, snap.of_kind("Cohort"))}
+    implicit = {q.cohort for q in cqs.values() if q.cohort} | {c.parent for c in cohorts.values() if c.parent}
+    for name in implicit:
+        if name and name not in cohorts:
+            cohorts[name] = CohortView(obj=None, name=name, parent=None, resource_groups=[],
+                                       fair_weight=Decimal(1), weighted_share=None)
+    lqs = {(v.namespace, v.name): v for v in map(local_queue_view, snap.of_kind("LocalQueue"))}
+    flavors = {v.name: v for v in map(flavor_view, snap.of_kind("ResourceFlavor"))}
+    topologies = {
+        meta(t).get("name", ""): [lv.get("nodeLabel", "") for lv in (t.get("spec") or {}).get("levels") or ()]
+        for t in snap.of_kind("Topology")
+    }
+    pcs = {meta(p).get("name", ""): int(p.get("value") or 0) for p in snap.of_kind("WorkloadPriorityClass")}
+    acs = {meta(a).get("name", ""): a for a in snap.of_kind("AdmissionCheck")}
+    return KueueIndex(cqs, cohorts, lqs, flavors, topologies, pcs, acs)
+
+
+def workloads(snap: Snapshot) -> list[WorkloadView]:
+    return snap.memo("workloads", lambda: [workload_view(o) for o in snap.of_kind("Workload")])
+
+
+def workload(snap: Snapshot, namespace: str, name: str) -> WorkloadView | None:
+    index = snap.memo("workloads-by-key", lambda: {(w.namespace, w.name): w for w in workloads(snap)})
+    return index.get((namespace, name))
+
+
+def workloads_by_cluster_queue(snap: Snapshot) -> dict[str, list[WorkloadView]]:
+    """Workloads per ClusterQueue: the admission CQ when reserved, else the CQ of the LocalQueue."""
+
+    def build() -> dict[str, list[WorkloadView]]:
+        idx = kueue_index(snap)
+        out: dict[str, list[WorkloadView]] = defaultdict(list)
+        for w in workloads(snap):
+            cq = cluster_queue_of(idx, w)
+            if cq:
+                out[cq].append(w)
+        return dict(out)
+
+    return snap.memo("workloads-by-cq", build)
+
+
+def cluster_queue_of(idx: KueueIndex, w: WorkloadView) -> str | None:
+    if w.admission_cq:
+        return w.admission_cq
+    lq = idx.local_queues.get((w.namespace, w.queue_name or ""))
+    return lq.cluster_queue if lq else None
+
+
+def pods(snap: Snapshot) -> list[PodView]:
+    return snap.memo("pods", lambda: [pod_view(o) for o in snap.of_kind("Pod")])
+
+
+def pods_by_node(snap: Snapshot) -> dict[str, list[PodView]]:
+    def build() -> dict[str, list[PodView]]:
+        out: dict[str, list[PodView]] = defaultdict(list)
+        for p in pods(snap):
+            if p.node:
+                out[p.node].append(p)
+        return dict(out)
+
+    return snap.memo("pods-by-node", build)
+
+
+def nodes(snap: Snapshot) -> list[NodeView]:
+    return snap.memo("nodes", lambda: [node_view(o) for o in snap.of_kind("Node")])
+
+
+def events(snap: Snapshot) -> list[EventView]:
+    return snap.memo("events", lambda: [event_view(o) for o in snap.of_kind("Event")])
+
+
+def events_for(snap: Snapshot, kind: str, namespace: str | None, name: str) -> list[EventView]:
+    """Events about one object, newest last."""
+
+    def build() -> dict[tuple[str, str | None, str], list[EventView]]:
+        out: dict[tuple[str, str | None, str], list[EventView]] = defaultdict(list)
+        for e in events(snap):
+            out[(e.involved_kind, e.involved_namespace or e.namespace, e.involved_name)].append(e)
+        for lst in out.values():
+            lst.sort(key=lambda e: (e.last or e.first or snap.now))
+        return dict(out)
+
+    return snap.memo("events-by-object", build).get((kind, namespace, name), [])
+
+
+def workload_pods(snap: Snapshot, w: WorkloadView) -> list[PodView]:
+    """Pods that belong to a Workload: via the pod-group label, the workload annotation, or the owner chain."""
+
+    def build() -> dict[str, list[PodView]]:
+        out: dict[str, list[PodView]] = defaultdict(list)
+        for p in pods(snap):
+            key = p.labels.get("kueue.x-k8s.io/pod-group-name") or p.annotations.get(
+                "kueue.x-k8s.io/pod-group-name") or p.annotations.get("kueue.x-k8s.io/workload")
+            if key:
+                out[f"{p.namespace}/{key}"].append(p)
+        return dict(out)
+
+    direct = snap.memo("pods-by-workload-name", build).get(w.ref(), [])
+    if direct:
+        return direct
+    found: list[PodView] = []
+    owner_uid = (w.owner or {}).get("uid") or w.labels.get("kueue.x-k8s.io/job-uid")
+    if owner_uid:
+        by_uid = snap.memo("pods-by-uid", lambda: {p.uid: p for p in pods(snap)})
+        stack = [owner_uid]
+        seen: set[str] = set()
+        while stack:
+            uid = stack.pop()
+            if uid in seen:
+                continue
+            seen.add(uid)
+            for child in snap.children(uid):
+                cuid = meta(child).get("uid")
+                if child.get("kind") == "Pod" and cuid in by_uid:
+                    found.append(by_uid[cuid])
+                elif cuid and child.get("kind") != "Workload":
+                    stack.append(cuid)
+        if w.owner and w.owner.get("kind") == "Pod" and owner_uid in by_uid:
+            found.append(by_uid[owner_uid])
+    return found

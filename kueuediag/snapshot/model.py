@@ -1,0 +1,268 @@
+"""The in-memory Snapshot: every object indexed once, plus lazily parsed metrics and logs.
+
+Checks read only this object. Indexes are built once at load (by kind, namespace/name, UID, owner UID) and
+more specialised ones (pods by node, workloads by ClusterQueue) are built on first use and memoised, so a
+check that never asks for pods never pays for them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any, TypeVar
+
+from kueuediag.errors import InputError
+from kueuediag.snapshot.reader import RawSnapshot
+from kueuediag.timeutil import parse_time, parse_time_lenient
+
+T = TypeVar("T")
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS: dict[str, set[str]] = {
+    # kind → served versions kueuediag understands (v1alpha1 only where it existed upstream)
+    "ClusterQueue": {"v1beta1", "v1beta2"},
+    "LocalQueue": {"v1beta1", "v1beta2"},
+    "ResourceFlavor": {"v1beta1", "v1beta2"},
+    "Workload": {"v1beta1", "v1beta2"},
+    "WorkloadPriorityClass": {"v1beta1", "v1beta2"},
+    "AdmissionCheck": {"v1beta1", "v1beta2"},
+    "ProvisioningRequestConfig": {"v1beta1", "v1beta2"},
+    "Cohort": {"v1alpha1", "v1beta1", "v1beta2"},
+    "Topology": {"v1alpha1", "v1beta1", "v1beta2"},
+    "MultiKueueConfig": {"v1alpha1", "v1beta1", "v1beta2"},
+    "MultiKueueCluster": {"v1alpha1", "v1beta1", "v1beta2"},
+}
+DROPPED_KINDS = {"Secret"}
+"""Never kept in memory, even when a user's dump contains them."""
+
+
+class Part(str, Enum):
+    """Snapshot parts a check may declare in `requires`."""
+
+    WORKLOADS = "workloads"
+    QUEUES = "queues"
+    NODES = "nodes"
+    PODS = "pods"
+    EVENTS = "events"
+    METRICS = "metrics"
+    LOGS = "logs"
+    CONTROLLER = "controller"
+
+
+PART_KINDS: dict[Part, tuple[str, ...]] = {
+    Part.WORKLOADS: ("Workload",),
+    Part.QUEUES: ("ClusterQueue", "LocalQueue"),
+    Part.NODES: ("Node",),
+    Part.PODS: ("Pod",),
+    Part.EVENTS: ("Event",),
+    Part.CONTROLLER: ("Pod", "Deployment"),
+}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    format: str | None
+    captured_at: datetime | None
+    cluster: str | None
+    kueue_version: str | None
+    errors: tuple[tuple[str, str], ...]
+    namespaces: tuple[str, ...] | None = None
+    """Namespaces the collector was limited to (None: cluster-wide)."""
+
+
+def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
+    meta = obj["metadata"]
+    return meta.get("namespace"), meta["name"]
+
+
+class Snapshot:
+    """An indexed, read-only view of one recorded (or live-collected) cluster state."""
+
+    def __init__(self, raw: RawSnapshot, now: datetime | None = None) -> None:
+        self.source = raw.source
+        self.manifest = _manifest(raw)
+        self._by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._by_key: dict[tuple[str, str | None, str], dict[str, Any]] = {}
+        self._by_uid: dict[str, dict[str, Any]] = {}
+        self._children: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._memo: dict[Any, Any] = {}
+        self.warnings: list[str] = []
+        for obj in raw.objects:
+            self._add(obj)
+        self.metrics_text = raw.metrics
+        self.logs_text = raw.logs
+        self.now = now or self.manifest.captured_at or self._newest_timestamp()
+
+    # --- loading -----------------------------------------------------------------------------------------
+    def _add(self, obj: dict[str, Any]) -> None:
+        kind = obj["kind"]
+        if kind in DROPPED_KINDS:
+            return
+        api = obj["apiVersion"]
+        group, _, version = api.rpartition("/")
+        if group == KUEUE_GROUP and kind in KUEUE_VERSIONS and version not in KUEUE_VERSIONS[kind]:
+            raise InputError(
+                f"{kind} {obj['metadata'].get('name')}: unsupported apiVersion {api} "
+                f"(kueuediag reads {', '.join(sorted(KUEUE_VERSIONS[kind]))})"
+            )
+        ns, name = _ns_name(obj)
+        key = (kind, ns, name)
+        if key in self._by_key:
+            # Same object twice (e.g. a List and a single-object file): keep the newer resourceVersion.
+            old = self._by_key[key]
+            if _rv(obj) < _rv(old):
+                return
+            self._by_kind[kind].remove(old)
+        self._by_key[key] = obj
+        self._by_kind[kind].append(obj)
+        meta = obj["metadata"]
+        uid = meta.get("uid")
+        if uid:
+            self._by_uid[uid] = obj
+        for ref in meta.get("ownerReferences") or ():
+            if isinstance(ref, dict) and ref.get("uid"):
+                self._children[ref["uid"]].append(obj)
+
+    def _newest_timestamp(self) -> datetime:
+        newest: datetime | None = None
+        for objs in self._by_kind.values():
+            for obj in objs:
+                for moment in _object_times(obj):
+                    if newest is None or moment > newest:
+                        newest = moment
+        if newest is None:
+            raise InputError(
+                f"{self.source}: cannot tell the capture time (no manifest capturedAt and no timestamps); "
+                "pass --now RFC3339"
+            )
+        return newest
+
+    # --- lookups -------------------------------------------------------------------------------------------
+    def kinds(self) -> list[str]:
+        return sorted(self._by_kind)
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return self._by_kind.get(kind, [])
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return self._by_key.get((kind, namespace, name))
+
+    def by_uid(self, uid: str) -> dict[str, Any] | None:
+        return self._by_uid.get(uid)
+
+    def children(self, uid: str) -> list[dict[str, Any]]:
+        """Objects whose ownerReferences name `uid`."""
+        return self._children.get(uid, [])
+
+    def in_namespace(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        index = self.memo(("ns-index", kind), lambda: _group_by(self.of_kind(kind), _namespace_of))
+        return index.get(namespace, [])
+
+    def memo(self, key: Any, compute: Callable[[], T]) -> T:
+        """Compute-once cache shared by all checks (analyses are pure functions of the snapshot)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        result: T = self._memo[key]
+        return result
+
+    # --- parts -------------------------------------------------------------------------------------------
+    def part_unavailable(self, part: Part) -> str | None:
+        """Why `part` cannot be used, or None when it is present."""
+        for what, error in self.manifest.errors:
+            if _error_names_part(what, part):
+                return f"not collected ({what}: {error})"
+        if part is Part.METRICS:
+            return None if self.metrics_text else "no Prometheus metrics in this snapshot"
+        if part is Part.LOGS:
+            return None if self.logs_text else "no Kueue controller logs in this snapshot"
+        kinds = PART_KINDS[part]
+        if any(self._by_kind.get(k) for k in kinds):
+            return None
+        return f"no {' or '.join(kinds)} objects in this snapshot"
+
+    def age_seconds(self, moment: datetime | None) -> float | None:
+        return None if moment is None else (self.now - moment).total_seconds()
+
+
+def _rv(obj: dict[str, Any]) -> int:
+    try:
+        return int(obj["metadata"].get("resourceVersion") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _namespace_of(obj: dict[str, Any]) -> str:
+    return str(obj["metadata"].get("namespace") or "")
+
+
+def _group_by(objs: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for obj in objs:
+        out[key(obj)].append(obj)
+    return dict(out)
+
+
+def _object_times(obj: dict[str, Any]) -> Iterable[datetime]:
+    meta = obj.get("metadata") or {}
+    for value in (meta.get("creationTimestamp"), meta.get("deletionTimestamp")):
+        t = parse_time_lenient(value)
+        if t:
+            yield t
+    for key in ("lastTimestamp", "eventTime", "firstTimestamp"):
+        t = parse_time_lenient(obj.get(key))
+        if t:
+            yield t
+    status = obj.get("status")
+    if isinstance(status, dict):
+        for cond in status.get("conditions") or ():
+            if isinstance(cond, dict):
+                t = parse_time_lenient(cond.get("lastTransitionTime"))
+                if t:
+                    yield t
+
+
+_PART_WORDS: dict[Part, tuple[str, ...]] = {
+    Part.WORKLOADS: ("workload",),
+    Part.QUEUES: ("clusterqueue", "localqueue"),
+    Part.NODES: ("node",),
+    Part.PODS: ("pod",),
+    Part.EVENTS: ("event",),
+    Part.METRICS: ("metric", "prometheus"),
+    Part.LOGS: ("log",),
+    Part.CONTROLLER: ("controller",),
+}
+
+
+def _error_names_part(what: str, part: Part) -> bool:
+    w = what.lower()
+    return any(word in w for word in _PART_WORDS[part])
+
+
+def _manifest(raw: RawSnapshot) -> Manifest:
+    m = raw.manifest
+    captured = None
+    if m.get("capturedAt") is not None:
+        try:
+            captured = parse_time(m.get("capturedAt"))
+        except InputError:
+            raise InputError(f"{raw.source}/manifest.json: invalid capturedAt {m.get('capturedAt')!r}") from None
+    errors = tuple((str(e.get("what", "?")), str(e.get("error", "?"))) for e in m.get("errors") or ())
+    namespaces = m.get("namespaces")
+    return Manifest(
+        format=m.get("format"),
+        captured_at=captured,
+        cluster=m.get("cluster"),
+        kueue_version=m.get("kueueVersion"),
+        errors=errors,
+        namespaces=tuple(namespaces) if isinstance(namespaces, list) else None,
+    )
+
+
+def load_snapshot(path: str, now: datetime | None = None) -> Snapshot:
+    """Read and index a snapshot from disk."""
+    from kueuediag.snapshot.reader import read_snapshot
+
+    return Snapshot(read_snapshot(path), now=now)

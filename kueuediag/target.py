@@ -1,0 +1,244 @@
+"""Resolve `job/NAME`, `pod/NAME`, `workload/NAME`, `KIND.GROUP/NAME` or a bare NAME to a Workload.
+
+The recipe is Kueue's own (kueue-facts §7.3): label `kueue.x-k8s.io/job-uid`, controller ownerReferences,
+the pod-group label, the pod annotation `kueue.x-k8s.io/workload`, then the owner chain of a pod.
+A job that exists without a Workload resolves to a Target with `workload=None`: that is a diagnosis
+(not managed), not an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any
+
+from kueuediag.errors import InputError, TargetNotFound
+from kueuediag.snapshot.k8s import meta
+from kueuediag.snapshot.kueue import WorkloadView, cluster_queue_of, kueue_index, workload, workloads
+from kueuediag.snapshot.model import Snapshot
+
+KIND_ALIASES = {
+    "job": ("Job", "batch"),
+    "jobs": ("Job", "batch"),
+    "jobset": ("JobSet", "jobset.x-k8s.io"),
+    "jobsets": ("JobSet", "jobset.x-k8s.io"),
+    "pod": ("Pod", ""),
+    "pods": ("Pod", ""),
+    "po": ("Pod", ""),
+    "workload": ("Workload", "kueue.x-k8s.io"),
+    "workloads": ("Workload", "kueue.x-k8s.io"),
+    "wl": ("Workload", "kueue.x-k8s.io"),
+    "kwl": ("Workload", "kueue.x-k8s.io"),
+}
+OWNER_KINDS_SKIP = {"Workload", "Event", "Node", "Namespace", "ConfigMap", "ClusterQueue", "LocalQueue",
+                    "ResourceFlavor", "Cohort", "Topology", "WorkloadPriorityClass", "AdmissionCheck",
+                    "ProvisioningRequest", "ProvisioningRequestConfig", "Lease", "ReplicaSet"}
+
+
+@dataclass
+class Target:
+    """What `why` is asked about, resolved against one snapshot."""
+
+    query: str
+    namespace: str | None
+    workload: WorkloadView | None
+    owner: dict[str, Any] | None = None
+    """the job-like object (or pod) the user named or that owns the Workload"""
+    pod: dict[str, Any] | None = None
+
+    @property
+    def owner_kind(self) -> str | None:
+        return self.owner.get("kind") if self.owner else None
+
+    @property
+    def owner_name(self) -> str | None:
+        return meta(self.owner).get("name") if self.owner else None
+
+    def cluster_queue(self, snap: Snapshot) -> str | None:
+        if self.workload is None:
+            return None
+        return cluster_queue_of(kueue_index(snap), self.workload)
+
+    @property
+    def local_queue(self) -> str | None:
+        if self.workload is not None:
+            return self.workload.queue_name
+        if self.owner is not None:
+            return (meta(self.owner).get("labels") or {}).get("kueue.x-k8s.io/queue-name")
+        return None
+
+
+def parse_target(text: str) -> tuple[str | None, str | None, str]:
+    """'job/x' → ('Job', 'batch', 'x'); 'rayjob.ray.io/x' → ('rayjob', 'ray.io', 'x'); 'x' → (None, None, 'x')."""
+    text = text.strip()
+    if not text:
+        raise InputError("empty target (use job/NAME, pod/NAME, workload/NAME, KIND.GROUP/NAME or NAME)")
+    if "/" not in text:
+        return None, None, text
+    kind, _, name = text.partition("/")
+    if not name or "/" in name:
+        raise InputError(f"invalid target {text!r} (use KIND/NAME)")
+    alias = KIND_ALIASES.get(kind.lower())
+    if alias:
+        return alias[0], alias[1], name
+    k, _, group = kind.partition(".")
+    return k, group or None, name
+
+
+def resolve(snap: Snapshot, text: str, namespace: str | None = None) -> Target:
+    kind, group, name = parse_target(text)
+    if kind == "Workload":
+        return _resolve_workload(snap, text, name, namespace)
+    if kind is None:
+        try:
+            return _resolve_workload(snap, text, name, namespace)
+        except TargetNotFound:
+            pass
+    candidates = _find_objects(snap, kind, group, name, namespace)
+    if not candidates:
+        raise TargetNotFound(f"{text}: not found{_in(namespace)}", _suggest(snap, name, namespace))
+    namespaces = sorted({meta(o).get("namespace") or "" for o in candidates})
+    if len(candidates) > 1 and len(namespaces) > 1:
+        raise InputError(f"{text}: ambiguous, found in namespaces {', '.join(namespaces)}; pass -n NAMESPACE")
+    if len(candidates) > 1:
+        kinds = sorted({o["kind"] for o in candidates})
+        raise InputError(f"{text}: ambiguous, matches kinds {', '.join(kinds)}; use KIND/NAME")
+    obj = candidates[0]
+    ns = meta(obj).get("namespace")
+    if obj["kind"] == "Pod":
+        return _resolve_pod(snap, text, obj)
+    return Target(query=text, namespace=ns, workload=workload_for_owner(snap, obj), owner=obj)
+
+
+def _in(namespace: str | None) -> str:
+    return f" in namespace {namespace}" if namespace else " in any namespace"
+
+
+def _resolve_workload(snap: Snapshot, text: str, name: str, namespace: str | None) -> Target:
+    if namespace is not None:
+        w = workload(snap, namespace, name)
+        found = [w] if w else []
+    else:
+        found = [w for w in workloads(snap) if w.name == name]
+    if not found:
+        raise TargetNotFound(f"{text}: no Workload named {name}{_in(namespace)}", _suggest(snap, name, namespace))
+    if len(found) > 1:
+        nss = ", ".join(sorted(w.namespace for w in found))
+        raise InputError(f"{text}: ambiguous, Workloads named {name} exist in namespaces {nss}; pass -n NAMESPACE")
+    w = found[0]
+    owner = snap.by_uid(w.owner["uid"]) if w.owner and w.owner.get("uid") else None
+    if owner is None and w.owner:
+        owner = snap.get(w.owner.get("kind", ""), w.owner.get("name", ""), w.namespace)
+    return Target(query=text, namespace=w.namespace, workload=w, owner=owner)
+
+
+def _find_objects(snap: Snapshot, kind: str | None, group: str | None, name: str,
+                  namespace: str | None) -> list[dict[str, Any]]:
+    out = []
+    for k in snap.kinds():
+        if k in OWNER_KINDS_SKIP:
+            continue
+        if kind is not None and k.lower() != kind.lower():
+            continue
+        for obj in snap.of_kind(k):
+            m = meta(obj)
+            if m.get("name") != name or not m.get("namespace"):
+                continue
+            if namespace is not None and m.get("namespace") != namespace:
+                continue
+            if group is not None:
+                api_group = obj["apiVersion"].rpartition("/")[0]
+                if api_group != group and not (group == "" and api_group == ""):
+                    continue
+            out.append(obj)
+    return out
+
+
+def workload_for_owner(snap: Snapshot, owner: dict[str, Any]) -> WorkloadView | None:
+    """The Workload of a job-like object: label job-uid first, then ownerReferences."""
+    m = meta(owner)
+    uid, ns = m.get("uid"), m.get("namespace")
+    if uid:
+        by_label = snap.memo("workloads-by-job-uid", lambda: {
+            (w.namespace, w.labels.get("kueue.x-k8s.io/job-uid")): w for w in workloads(snap)
+            if w.labels.get("kueue.x-k8s.io/job-uid")})
+        hit = by_label.get((ns, uid))
+        if hit:
+            return hit
+        for child in snap.children(uid):
+            if child.get("kind") == "Workload":
+                return workload(snap, meta(child).get("namespace") or "", meta(child).get("name") or "")
+    # prebuilt workloads
+    prebuilt = (m.get("labels") or {}).get("kueue.x-k8s.io/prebuilt-workload-name") or (
+        m.get("annotations") or {}).get("kueue.x-k8s.io/prebuilt-workload-name")
+    if prebuilt and ns:
+        return workload(snap, ns, prebuilt)
+    return None
+
+
+def _resolve_pod(snap: Snapshot, text: str, pod: dict[str, Any]) -> Target:
+    m = meta(pod)
+    ns = m.get("namespace") or ""
+    lbls, ann = m.get("labels") or {}, m.get("annotations") or {}
+    for key in (ann.get("kueue.x-k8s.io/workload"), lbls.get("kueue.x-k8s.io/pod-group-name"),
+                ann.get("kueue.x-k8s.io/pod-group-name")):
+        if key:
+            w = workload(snap, ns, key)
+            if w:
+                owner = _top_owner(snap, pod)
+                return Target(query=text, namespace=ns, workload=w, owner=owner, pod=pod)
+    # single-pod integration: the pod owns its Workload
+    w = workload_for_owner(snap, pod)
+    if w:
+        return Target(query=text, namespace=ns, workload=w, owner=pod, pod=pod)
+    # walk up the owner chain, use the top-most owner that has a Workload
+    current: dict[str, Any] | None = pod
+    best: tuple[dict[str, Any], WorkloadView | None] = (pod, None)
+    seen: set[str] = set()
+    while current is not None:
+        refs = meta(current).get("ownerReferences") or []
+        ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+        if not ref or ref.get("uid") in seen:
+            break
+        seen.add(ref.get("uid", ""))
+        parent = snap.by_uid(ref.get("uid", "")) or snap.get(ref.get("kind", ""), ref.get("name", ""), ns)
+        if parent is None:
+            break
+        w = workload_for_owner(snap, parent)
+        if w is not None:
+            best = (parent, w)
+        elif best[1] is None:
+            best = (parent, None)
+        current = parent
+    return Target(query=text, namespace=ns, workload=best[1], owner=best[0], pod=pod)
+
+
+def _top_owner(snap: Snapshot, obj: dict[str, Any]) -> dict[str, Any] | None:
+    current, top = obj, None
+    seen: set[str] = set()
+    while True:
+        refs = meta(current).get("ownerReferences") or []
+        ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+        if not ref or ref.get("uid") in seen:
+            return top
+        seen.add(ref.get("uid", ""))
+        parent = snap.by_uid(ref.get("uid", ""))
+        if parent is None:
+            return top
+        top = current = parent
+
+
+def _suggest(snap: Snapshot, name: str, namespace: str | None) -> list[str]:
+    names: dict[str, str] = {}
+    for w in workloads(snap):
+        if namespace is None or w.namespace == namespace:
+            names[w.name] = f"workload/{w.name} -n {w.namespace}"
+            if w.owner and w.owner.get("name"):
+                names.setdefault(w.owner["name"], f"{w.owner.get('kind', '').lower()}/{w.owner['name']} -n {w.namespace}")
+    for kind in ("Job", "JobSet", "Pod"):
+        for obj in snap.of_kind(kind):
+            m = meta(obj)
+            if namespace is None or m.get("namespace") == namespace:
+                names.setdefault(m.get("name", ""), f"{kind.lower()}/{m.get('name')} -n {m.get('namespace')}")
+    close = difflib.get_close_matches(name, list(names), n=5, cutoff=0.5)
+    return [names[c] for c in close]
