@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import textwrap
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -109,11 +110,11 @@ def parse_doc(text: str) -> dict[str, str]:
     for line in text.splitlines():
         header = line.strip().rstrip(":")
         if header in DOC_SECTIONS and line.strip().endswith(":"):
-            sections[current] = "\n".join(buf).strip()
+            sections[current] = textwrap.dedent("\n".join(buf)).strip()
             current, buf = header, []
         else:
             buf.append(line)
-    sections[current] = "\n".join(buf).strip()
+    sections[current] = textwrap.dedent("\n".join(buf)).strip()
     return sections
 
 

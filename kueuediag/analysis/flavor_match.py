@@ -1,0 +1,93 @@
+"""Which ResourceFlavors a pod set may use, recomputed from objects the way Kueue's flavor assigner does.
+
+Kueue (`pkg/scheduler/flavorassigner/flavorassigner.go` `checkFlavorForPodSets`) excludes a flavor when
+
+* the ResourceFlavor object does not exist (`flavor %s not found`);
+* one of the flavor's `nodeTaints` with effect NoSchedule/NoExecute is tolerated neither by the pod nor by the
+  flavor's own `tolerations` (`untolerated taint %s in flavor %s`);
+* the pod's nodeSelector / required node affinity, *restricted to the keys of the flavor's nodeLabels*, does not
+  match the flavor's nodeLabels (`flavor %s doesn't match node affinity`).
+
+Pure functions; no quota math here (that is the quota checks' job).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kueuediag.snapshot.k8s import node_selector_terms_match, required_node_terms, taint_str, untolerated_taints
+from kueuediag.snapshot.kueue import ClusterQueueView, FlavorView, PodSet, ResourceGroup
+
+
+@dataclass(frozen=True)
+class FlavorExclusion:
+    flavor: str
+    kind: str
+    """not-found | untolerated-taint | node-affinity"""
+    detail: str
+    """human text: the taint, or the conflicting selector"""
+
+
+def restricted_selector_matches(pod_spec: dict[str, Any], flavor_labels: dict[str, str]) -> tuple[bool, str]:
+    """Match the pod's nodeSelector and required affinity against a flavor, only on the flavor's label keys.
+
+    A required-affinity term without any expression on those keys matches every flavor (as in Kueue).
+    Returns (matches, what conflicted).
+    """
+    keys = set(flavor_labels)
+    for key, value in (pod_spec.get("nodeSelector") or {}).items():
+        if key in keys and flavor_labels.get(key) != str(value):
+            return False, f"nodeSelector {key}={value} (flavor has {key}={flavor_labels.get(key)})"
+    terms = required_node_terms(pod_spec)
+    restricted: list[dict[str, Any]] = []
+    for term in terms:
+        exprs = [e for e in term.get("matchExpressions") or () if e.get("key") in keys]
+        if not exprs:
+            restricted = []
+            break
+        restricted.append({"matchExpressions": exprs})
+    if restricted and not node_selector_terms_match(restricted, flavor_labels):
+        shown = "; ".join(
+            " and ".join(f"{e.get('key')} {e.get('operator')} {list(e.get('values') or [])}".rstrip(" []")
+                         for e in t["matchExpressions"]) for t in restricted)
+        return False, f"required node affinity {shown}"
+    return True, ""
+
+
+def flavor_exclusion(pod_set: PodSet, flavor_name: str, flavor: FlavorView | None) -> FlavorExclusion | None:
+    """Why Kueue would skip `flavor_name` for this pod set, or None when the flavor is usable."""
+    if flavor is None:
+        return FlavorExclusion(flavor_name, "not-found", f"ResourceFlavor {flavor_name} does not exist")
+    tolerations = list(pod_set.spec.get("tolerations") or []) + list(flavor.tolerations)
+    bad = untolerated_taints(tolerations, flavor.node_taints)
+    if bad:
+        return FlavorExclusion(flavor_name, "untolerated-taint",
+                               f"untolerated taint {taint_str(bad[0])}")
+    ok, why = restricted_selector_matches(pod_set.spec, flavor.node_labels)
+    if not ok:
+        return FlavorExclusion(flavor_name, "node-affinity", why)
+    return None
+
+
+def groups_for_pod_set(cq: ClusterQueueView, pod_set: PodSet) -> list[ResourceGroup]:
+    """The resource groups that cover at least one resource the pod set requests."""
+    out = []
+    for rg in cq.resource_groups:
+        if any(r in rg.covered for r in pod_set.requests):
+            out.append(rg)
+    return out
+
+
+def group_exclusions(pod_set: PodSet, group: ResourceGroup,
+                     flavors: dict[str, FlavorView]) -> tuple[list[FlavorExclusion], list[str]]:
+    """(excluded flavors with reasons, usable flavor names) for one resource group."""
+    excluded: list[FlavorExclusion] = []
+    usable: list[str] = []
+    for name, _ in group.flavors:
+        why = flavor_exclusion(pod_set, name, flavors.get(name))
+        if why is None:
+            usable.append(name)
+        else:
+            excluded.append(why)
+    return excluded, usable

@@ -1,0 +1,33 @@
+"""`kueuediag checks`: the check catalogue (codes, names, families, inputs)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from kueuediag.cli.common import handle_errors
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("checks")
+    @handle_errors
+    def checks(output: str = typer.Option("text", "-o", "--output", help="text | json")) -> None:
+        """List every check: code, name, family, what it needs."""
+        from kueuediag.registry import discover
+
+        rows = []
+        for cls in discover():
+            doc = cls.doc()
+            rows.append({
+                "code": cls.code, "name": cls.name, "family": cls.family(),
+                "requires": [p.value for p in cls.requires], "needsWorkload": cls.needs_workload,
+                "defaultSeverity": cls.default_severity.label,
+                "summary": doc.get("summary", "").splitlines()[0] if doc.get("summary") else "",
+            })
+        if output == "json":
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        for r in rows:
+            needs = ",".join(r["requires"]) or "-"
+            typer.echo(f"{r['code']}  {r['name']:<22} {r['family']:<11} needs {needs:<24} {r['summary']}")

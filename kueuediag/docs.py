@@ -1,0 +1,92 @@
+"""Doc pages generated from check docstrings and the cause catalog (docs/checks/, `kueuediag explain`)."""
+
+from __future__ import annotations
+
+import difflib
+import textwrap
+
+from kueuediag.causes import BY_SLUG, CAUSES
+from kueuediag.check import DOC_SECTIONS, Check
+from kueuediag.errors import TargetNotFound
+
+
+def find_doc_subject(what: str) -> type[Check] | str:
+    from kueuediag.registry import discover
+
+    classes = discover()
+    key = what.strip()
+    for cls in classes:
+        if key.upper() == cls.code or key.lower() == cls.name:
+            return cls
+    if key.lower() in BY_SLUG:
+        return key.lower()
+    names = [c.code for c in classes] + [c.name for c in classes] + list(BY_SLUG)
+    raise TargetNotFound(f"no check or cause named {what!r}",
+                         difflib.get_close_matches(key, names, n=5, cutoff=0.4))
+
+
+def check_page(cls: type[Check]) -> str:
+    doc = cls.doc()
+    lines = [f"# {cls.code} {cls.name}", "", doc.get("summary", ""), "",
+             f"- Family: {cls.family()}",
+             f"- Needs: {', '.join(p.value for p in cls.requires) or 'objects only'}"
+             + ("" if cls.needs_workload else " (runs without a Workload too)"),
+             f"- Default severity: {cls.default_severity.label}"]
+    if cls.options:
+        lines.append("- Options: " + ", ".join(f"`{k}` (default {v})" for k, v in cls.options.items()))
+    for section in DOC_SECTIONS:
+        lines += ["", f"## {section}", "", textwrap.dedent(doc.get(section, "")).strip()]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def cause_page(slug: str) -> str:
+    c = BY_SLUG[slug]
+    return "\n".join([
+        f"# cause `{c.slug}`: {c.title}", "",
+        f"- Layer: {c.layer.value}", f"- Ranking tier: {c.tier.value}", "",
+        "## What it means", "", c.description, "", "## What to do", "", c.remediation, "",
+    ])
+
+
+def causes_index() -> str:
+    lines = ["# Cause catalog", "", "Generated from kueuediag/causes.py. Every finding names one of these.", "",
+             "| cause | layer | tier | meaning |", "|---|---|---|---|"]
+    for c in CAUSES:
+        lines.append(f"| `{c.slug}` | {c.layer.value} | {c.tier.value} | {c.title} |")
+    return "\n".join(lines) + "\n"
+
+
+def checks_index(classes: list[type[Check]]) -> str:
+    lines = ["# Checks", "", "Generated from the check docstrings (`python -m kueuediag.docs`). "
+             "Do not edit by hand; a test fails when these pages are stale.", "",
+             "| code | check | family | summary |", "|---|---|---|---|"]
+    for cls in classes:
+        summary = (cls.doc().get("summary") or "").splitlines()[0] if cls.doc().get("summary") else ""
+        lines.append(f"| [{cls.code}]({cls.code}.md) | {cls.name} | {cls.family()} | {summary} |")
+    return "\n".join(lines) + "\n"
+
+
+def generated_pages() -> dict[str, str]:
+    """relative path under docs/ → content."""
+    from kueuediag.registry import discover
+
+    classes = discover()
+    pages = {f"checks/{cls.code}.md": check_page(cls) for cls in classes}
+    pages["checks/README.md"] = checks_index(classes)
+    pages["causes.md"] = causes_index()
+    return pages
+
+
+def main() -> None:  # pragma: no cover - exercised via the docs staleness test
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "docs"
+    for rel, text in generated_pages().items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

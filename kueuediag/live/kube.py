@@ -1,0 +1,427 @@
+"""A read-only Kubernetes API client: kubernetes' ApiClient for auth, raw GETs and raw JSON for speed.
+
+The `kubernetes` package is used only to load credentials the way kubectl does (``--kubeconfig``,
+``--context``, ``KUBECONFIG``, in-cluster service account) and to sign requests. Responses are decoded as
+plain JSON (no model objects: they are slow, lossy for CRDs and drop unknown fields).
+
+Guarantees:
+
+* **GET only.** Every request goes through :meth:`KubeClient._send`, which refuses any other method.
+  Secrets are never requested (:meth:`KubeClient._send` refuses ``/secrets`` paths too).
+* **Bounded.** A per-request timeout, bounded retries with exponential backoff on 429/5xx and connection
+  errors (honouring ``Retry-After``), and one overall deadline; past it every call raises
+  :class:`DeadlineExceeded` and the collector diagnoses with what it has.
+* **Paginated LISTs** (``limit``/``continue``), restarting from scratch once a ``continue`` token expires (410).
+* **Accountable.** Every exchange lands in :attr:`KubeClient.log` (method, path, status, bytes, seconds) for
+  ``--verbose`` and for tests that prove GET-only and bounded request counts.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from kueuediag.errors import ClusterUnavailable
+
+ALLOWED_METHODS = frozenset({"GET"})
+"""GET covers get, list and watch; nothing else is ever sent."""
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+KUEUE_VERSION_PREFERENCE = ("v1beta2", "v1beta1")
+RETRYABLE = frozenset({429, 500, 502, 503, 504})
+
+
+class KubeError(Exception):
+    """A request that ended in an HTTP error after retries."""
+
+    def __init__(self, status: int, path: str, message: str = "") -> None:
+        self.status = status
+        self.path = path
+        self.message = message
+        super().__init__(f"GET {path}: HTTP {status}{': ' + message if message else ''}")
+
+
+class Forbidden(KubeError):
+    """403: the caller's RBAC does not allow this read."""
+
+
+class NotFound(KubeError):
+    """404: no such object, resource or API group."""
+
+
+class Expired(KubeError):
+    """410 Gone: a LIST continue token (or watch resourceVersion) has expired."""
+
+
+class DeadlineExceeded(Exception):
+    """The overall collection deadline (``--timeout``) has passed."""
+
+
+class KueueNotInstalled(ClusterUnavailable):
+    """The kueue.x-k8s.io API group is not served by this cluster."""
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    method: str
+    path: str
+    status: int
+    """HTTP status, or 0 for a connection error / timeout"""
+    bytes: int
+    seconds: float
+    attempt: int = 1
+
+
+@dataclass
+class ClientStats:
+    requests: int = 0
+    bytes: int = 0
+    retries: int = 0
+    errors: int = 0
+    by_status: dict[int, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        statuses = ", ".join(f"{k}×{v}" for k, v in sorted(self.by_status.items()))
+        return (f"{self.requests} requests, {self.bytes} bytes, {self.retries} retries"
+                + (f" (HTTP {statuses})" if statuses else ""))
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+Transport = Callable[[str, str, list[tuple[str, str]], float], Response]
+"""(method, path, query, timeout_seconds) → Response; raises OSError-like errors on connection failure."""
+
+
+class KubeClient:
+    """Read-only, paginating, retrying GET client over an authenticated transport."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        timeout: float = 60.0,
+        request_timeout: float = 15.0,
+        max_retries: int = 4,
+        backoff: float = 0.25,
+        max_backoff: float = 8.0,
+        page_size: int = 500,
+        cluster: str | None = None,
+        default_namespace: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._transport = transport
+        self._clock = clock
+        self._sleep = sleep
+        self.deadline = clock() + timeout
+        self.request_timeout = request_timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.page_size = page_size
+        self.cluster = cluster
+        self.default_namespace = default_namespace
+        self.log: list[RequestRecord] = []
+        self.stats = ClientStats()
+
+    # --- construction -----------------------------------------------------------------------------------
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: str | None = None, context: str | None = None,
+                        **kwargs: Any) -> KubeClient:
+        """Load credentials like kubectl: explicit file, KUBECONFIG, ~/.kube/config, then in-cluster."""
+        api_client, cluster, namespace = _load_api_client(kubeconfig, context)
+        kwargs.setdefault("cluster", cluster)
+        kwargs.setdefault("default_namespace", namespace)
+        return cls(_kubernetes_transport(api_client), **kwargs)
+
+    # --- time ---------------------------------------------------------------------------------------------
+    def remaining(self) -> float:
+        return self.deadline - self._clock()
+
+    def _check_deadline(self, path: str) -> float:
+        left = self.remaining()
+        if left <= 0:
+            raise DeadlineExceeded(f"--timeout reached before GET {path}")
+        return left
+
+    # --- the one place a request is sent ------------------------------------------------------------------
+    def _send(self, method: str, path: str, query: list[tuple[str, str]] | None = None) -> Response:
+        assert method in ALLOWED_METHODS, f"kueuediag is read-only: refusing {method} {path}"
+        if method not in ALLOWED_METHODS:  # also under python -O
+            raise RuntimeError(f"kueuediag is read-only: refusing {method} {path}")
+        if "/secrets" in path.split("?")[0]:
+            raise RuntimeError(f"kueuediag never reads Secrets: refusing GET {path}")
+        query = list(query or [])
+        shown = path + ("?" + urlencode(query) if query else "")
+        attempt = 0
+        while True:
+            attempt += 1
+            left = self._check_deadline(shown)
+            start = self._clock()
+            try:
+                resp = self._transport(method, path, query, min(self.request_timeout, left))
+            except DeadlineExceeded:
+                raise
+            except Exception as exc:  # connection refused, reset, read timeout, TLS failure
+                self._record(method, shown, 0, 0, start, attempt)
+                if attempt > self.max_retries:
+                    raise ClusterUnavailable(f"cannot reach the Kubernetes API ({shown}): {_short(exc)}") from None
+                self._backoff(attempt, None, shown)
+                continue
+            self._record(method, shown, resp.status, len(resp.body), start, attempt)
+            if resp.status in RETRYABLE and attempt <= self.max_retries:
+                self._backoff(attempt, resp.headers, shown)
+                continue
+            return resp
+
+    def _record(self, method: str, path: str, status: int, size: int, start: float, attempt: int) -> None:
+        self.log.append(RequestRecord(method, path, status, size, round(self._clock() - start, 4), attempt))
+        self.stats.requests += 1
+        self.stats.bytes += size
+        self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
+        if attempt > 1:
+            self.stats.retries += 1
+        if status == 0 or status >= 400:
+            self.stats.errors += 1
+
+    def _backoff(self, attempt: int, headers: Mapping[str, str] | None, path: str) -> None:
+        delay = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
+        retry_after = _retry_after(headers)
+        if retry_after is not None:
+            delay = max(delay, retry_after) if retry_after <= self.max_backoff * 4 else self.max_backoff * 4
+        left = self.remaining()
+        if delay >= left:
+            raise DeadlineExceeded(f"--timeout reached while backing off from GET {path}")
+        self._sleep(delay)
+
+    # --- typed helpers ------------------------------------------------------------------------------------
+    def get_raw(self, path: str, query: list[tuple[str, str]] | None = None) -> Response:
+        resp = self._send("GET", path, query)
+        if resp.status >= 400:
+            raise _error_for(resp, path)
+        return resp
+
+    def get(self, path: str, query: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+        """GET one JSON document."""
+        resp = self.get_raw(path, query)
+        return _decode(resp.body, path)
+
+    def get_text(self, path: str, query: list[tuple[str, str]] | None = None, limit_bytes: int = 0) -> str:
+        """GET a text body (pod logs); `limit_bytes` is passed as the server-side limitBytes when set."""
+        q = list(query or [])
+        if limit_bytes:
+            q.append(("limitBytes", str(limit_bytes)))
+        return self.get_raw(path, q).body.decode("utf-8", errors="replace")
+
+    def list(
+        self,
+        path: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        kind: str | None = None,
+        api_version: str | None = None,
+        max_restarts: int = 2,
+    ) -> list[dict[str, Any]]:
+        """Paginated LIST; items get `kind`/`apiVersion` filled in (the API server omits them)."""
+        restarts = 0
+        while True:
+            try:
+                return self._list_once(path, label_selector, field_selector, kind, api_version)
+            except Expired:
+                restarts += 1
+                if restarts > max_restarts:
+                    raise
+                # The continue token expired mid-way: the server compacted past our snapshot. Start over.
+
+    def _list_once(self, path: str, label_selector: str | None, field_selector: str | None,
+                   kind: str | None, api_version: str | None) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            query: list[tuple[str, str]] = [("limit", str(self.page_size))]
+            if label_selector:
+                query.append(("labelSelector", label_selector))
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
+            if token:
+                query.append(("continue", token))
+            doc = self.get(path, query)
+            list_kind = doc.get("kind") or ""
+            item_kind = kind or (list_kind[:-4] if list_kind.endswith("List") else None)
+            item_version = api_version or doc.get("apiVersion")
+            for item in doc.get("items") or ():
+                if not isinstance(item, dict):
+                    continue
+                if item_kind and not item.get("kind"):
+                    item["kind"] = item_kind
+                if item_version and not item.get("apiVersion"):
+                    item["apiVersion"] = item_version
+                items.append(item)
+            token = (doc.get("metadata") or {}).get("continue") or None
+            if not token:
+                return items
+
+    # --- discovery ----------------------------------------------------------------------------------------
+    def group_versions(self, group: str) -> list[str]:
+        """Versions served for an API group, preferred first; [] when the group is not served (404)."""
+        try:
+            doc = self.get(f"/apis/{group}")
+        except NotFound:
+            return []
+        versions = [v.get("version") for v in doc.get("versions") or () if isinstance(v, dict)]
+        preferred = (doc.get("preferredVersion") or {}).get("version")
+        out = [v for v in versions if isinstance(v, str)]
+        if preferred in out:
+            out.remove(preferred)
+            out.insert(0, preferred)
+        return out
+
+    def resources(self, group: str, version: str) -> dict[str, dict[str, Any]]:
+        """kind → APIResource (name/plural, namespaced, verbs) for one group version (subresources dropped)."""
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        doc = self.get(path)
+        out: dict[str, dict[str, Any]] = {}
+        for r in doc.get("resources") or ():
+            if isinstance(r, dict) and "/" not in str(r.get("name", "")) and r.get("kind"):
+                out[str(r["kind"])] = r
+        return out
+
+    def kueue_version(self) -> str:
+        """The Kueue API version to read: v1beta2 when served, else v1beta1. Raises KueueNotInstalled."""
+        served = self.group_versions(KUEUE_GROUP)
+        if not served:
+            raise KueueNotInstalled(
+                "Kueue is not installed on this cluster: the API group kueue.x-k8s.io is not served "
+                "(GET /apis/kueue.x-k8s.io returned 404)")
+        for v in KUEUE_VERSION_PREFERENCE:
+            if v in served:
+                return v
+        raise KueueNotInstalled(
+            f"this cluster serves kueue.x-k8s.io {', '.join(served)}; kueuediag reads "
+            f"{' or '.join(KUEUE_VERSION_PREFERENCE)} (Kueue v0.9 or newer)")
+
+
+def resource_path(group: str, version: str, plural: str, namespace: str | None = None,
+                  name: str | None = None) -> str:
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    if namespace:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    base += f"/{plural}"
+    if name:
+        base += f"/{quote(name, safe='')}"
+    return base
+
+
+def _decode(body: bytes, path: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        raise KubeError(200, path, "response is not JSON") from None
+    if not isinstance(doc, dict):
+        raise KubeError(200, path, "response is not a JSON object")
+    return doc
+
+
+def _error_for(resp: Response, path: str) -> KubeError:
+    message = ""
+    try:
+        status_doc = json.loads(resp.body)
+        if isinstance(status_doc, dict):
+            message = str(status_doc.get("message") or "")
+    except ValueError:
+        message = resp.body[:200].decode("utf-8", errors="replace").strip()
+    cls = {403: Forbidden, 404: NotFound, 410: Expired}.get(resp.status, KubeError)
+    return cls(resp.status, path, message)
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> float | None:
+    if not headers:
+        return None
+    value = None
+    for k, v in headers.items():
+        if k.lower() == "retry-after":
+            value = v
+            break
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]
+
+
+# --- the kubernetes package, imported only here --------------------------------------------------------
+def _load_api_client(kubeconfig: str | None, context: str | None) -> tuple[Any, str | None, str | None]:
+    """(ApiClient, cluster name, context namespace). Raises ClusterUnavailable with a one-line reason."""
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
+    cfg = k8s_client.Configuration()
+    cfg.retries = False  # retries are ours (bounded, Retry-After aware)
+    cluster: str | None = None
+    namespace: str | None = None
+    explicit = kubeconfig or os.environ.get("KUBECONFIG")
+    default_file = os.path.expanduser("~/.kube/config")
+    in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    try:
+        if explicit or os.path.exists(default_file) or not in_cluster:
+            files = kubeconfig or os.environ.get("KUBECONFIG") or default_file
+            k8s_config.load_kube_config(config_file=files, context=context, client_configuration=cfg,
+                                        persist_config=False)
+            contexts, current = k8s_config.list_kube_config_contexts(config_file=files)
+            chosen = next((c for c in contexts if c.get("name") == context), current) if context else current
+            if chosen:
+                ctx = chosen.get("context") or {}
+                cluster = ctx.get("cluster") or chosen.get("name")
+                namespace = ctx.get("namespace")
+        else:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+            cluster = "in-cluster"
+            try:
+                with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as fh:
+                    namespace = fh.read().strip() or None
+            except OSError:
+                namespace = None
+    except (ConfigException, OSError, TypeError, ValueError) as exc:
+        raise ClusterUnavailable(f"cannot load Kubernetes credentials: {_short(exc)}") from None
+    return k8s_client.ApiClient(configuration=cfg), cluster, namespace
+
+
+def _kubernetes_transport(api_client: Any) -> Transport:
+    def send(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
+        assert method in ALLOWED_METHODS, f"kueuediag is read-only: refusing {method} {path}"
+        _m, url, headers, _body, _post = api_client.param_serialize(
+            method=method, resource_path=path, query_params=query or None,
+            header_params={"Accept": "application/json, */*"}, auth_settings=["BearerToken"],
+        )
+        resp = api_client.call_api(method, url, header_params=headers, _request_timeout=timeout)
+        body = resp.read() or b""
+        hdrs = {str(k): str(v) for k, v in (resp.getheaders() or {}).items()}
+        return Response(int(resp.status), hdrs, body if isinstance(body, bytes) else str(body).encode())
+
+    return send

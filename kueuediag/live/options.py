@@ -1,0 +1,50 @@
+"""Options shared by live `why` and `kueuediag snapshot` (no CLI imports: the CLI fills this in)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+PROMETHEUS_TOKEN_ENV = "KUEUEDIAG_PROMETHEUS_TOKEN"
+
+
+@dataclass
+class LiveOptions:
+    """How to reach the cluster and Prometheus, and how much to collect.
+
+    `since` bounds controller logs and Prometheus range queries; `timeout` is the one overall deadline for
+    the whole collection (past it, the diagnosis runs on what was collected and the manifest says what was
+    not). `progress` receives short status lines (the CLI shows them in a rich status on stderr); `report`
+    receives the `--verbose` request log and summary (defaults to stderr).
+    """
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    kueue_namespace: str = "kueue-system"
+    since: timedelta = timedelta(hours=2)
+    timeout: float = 60.0
+    prometheus_url: str | None = None
+    prometheus_headers: dict[str, str] = field(default_factory=dict)
+    prometheus_ca: str | None = None
+    prometheus_insecure: bool = False
+    verbose: bool = False
+    request_timeout: float = 15.0
+    prometheus_step: timedelta | None = None
+    """range-query step; default: since/120, at least 30s"""
+    progress: Callable[[str], None] | None = None
+    report: Callable[[str], None] | None = None
+
+    def say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(text)
+
+    def verbose_line(self, text: str) -> None:
+        if not self.verbose:
+            return
+        if self.report is not None:
+            self.report(text)
+        else:
+            print(text, file=sys.stderr)

@@ -1,0 +1,450 @@
+"""Kueue controller logs as structured lines.
+
+The snapshot keeps logs as raw text per file (``snapshot.logs_text``: ``{path: text}``). This module turns
+each line into a :class:`LogLine`, whatever the encoder that wrote it (kueue-facts §10):
+
+* **zap JSON** (production mode, Kueue's default): one object per line with ``level``, ``ts`` (RFC3339Nano
+  string or float epoch seconds), ``logger``, ``caller``, ``msg``, ``error``, ``stacktrace`` and key/values.
+  logr ``V(n)`` is zap level ``-n`` and prints as ``"info"`` (V0), ``"debug"`` (V1), ``"Level(-2)"`` (V2),
+  ``"Level(-3)"`` (V3) and so on. Object references are ``{"name": ..., "namespace": ...}``.
+* **zap console** (development mode): ``TS\\tLEVEL\\tLOGGER\\tCALLER\\tMSG\\t{json key/values}``; logger and
+  caller are omitted when empty; levels are ``INFO``, ``DEBUG``, ``LEVEL(-2)``, ``ERROR``...
+* **klog** headers (client-go, e.g. leader election): ``E1203 20:18:40.916670  1 leaderelection.go:340] msg``.
+* anything else (a ``panic:`` and its goroutine dump, shell noise) is kept as a plain text line.
+
+``kubectl logs --timestamps`` prefixes are stripped. Parsing never raises on odd lines: logs are evidence,
+and a truncated line must not hide the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kueuediag.snapshot.k8s import labels, meta
+from kueuediag.snapshot.model import Snapshot
+from kueuediag.timeutil import parse_time_lenient
+
+WorkloadRef = tuple[str | None, str]
+"""(namespace, name) of a Workload named by a log line."""
+
+ERROR_LEVELS = frozenset({"error", "dpanic", "panic", "fatal"})
+_NAMED_LEVELS = {
+    "debug": 1, "info": 0, "warn": 0, "warning": 0, "error": 0, "dpanic": 0, "panic": 0, "fatal": 0,
+}
+_LEVEL_N = re.compile(r"^level\((-?\d+)\)$", re.IGNORECASE)
+_TS_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}))\s+(?=\{)")
+_CONSOLE_TS = re.compile(r"^(\d{4}-\d{2}-\d{2}T\S+|\d{9,}(?:\.\d+)?(?:e[+-]?\d+)?)$", re.IGNORECASE)
+_CALLER = re.compile(r"^\S+\.go:\d+$")
+_KLOG = re.compile(
+    r"^([IWEF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?\s+\d+\s+([^\]\s]+:\d+)\]\s?(.*)$"
+)
+_KLOG_SEVERITY = {"I": "info", "W": "warn", "E": "error", "F": "fatal"}
+
+_WORKLOAD_KEYS = ("workload", "Workload", "preemptingWorkload", "targetWorkload", "wl")
+_CQ_KEYS = ("clusterQueue", "ClusterQueue", "cluster-queue", "targetClusterQueue", "cq")
+_CORE_KEYS = frozenset({
+    "level", "ts", "logger", "caller", "msg", "error", "stacktrace", "M", "L", "T", "N", "C",
+})
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a controller log, normalised across encoders."""
+
+    file: str
+    lineno: int
+    raw: str
+    format: str
+    """json | console | klog | text"""
+    ts: datetime | None
+    level: str
+    """the level as written (``info``, ``Level(-3)``, ``ERROR``...), empty for plain text"""
+    verbosity: int | None
+    """logr V-level: 0 info/warn/error, 1 debug, n for Level(-n); None for plain text"""
+    severity: str
+    """info | debug | warn | error | dpanic | panic | fatal | text"""
+    logger: str
+    caller: str
+    msg: str
+    error: str = ""
+    stacktrace: str = ""
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    workloads: tuple[WorkloadRef, ...] = ()
+    """every Workload the line names (workload, preemptingWorkload, targetWorkload, controller-runtime's
+    Workload key)"""
+    cluster_queues: tuple[str, ...] = ()
+
+    @property
+    def workload(self) -> WorkloadRef | None:
+        return self.workloads[0] if self.workloads else None
+
+    @property
+    def cluster_queue(self) -> str | None:
+        return self.cluster_queues[0] if self.cluster_queues else None
+
+    @property
+    def location(self) -> str:
+        """``file:line`` for evidence."""
+        return f"{self.file}:{self.lineno}"
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity in ERROR_LEVELS
+
+    def field_text(self, key: str) -> str:
+        """A field as text (object refs as ``ns/name``), empty when absent."""
+        return _as_text(self.fields.get(key))
+
+    def names_workload(self, namespace: str | None, name: str) -> bool:
+        for ns, n in self.workloads:
+            if n == name and (ns is None or namespace is None or ns == namespace):
+                return True
+        if self.format == "text" or not self.workloads:
+            return bool(name) and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", self.raw) is not None
+        return False
+
+    def names_cluster_queue(self, cq: str) -> bool:
+        return cq in self.cluster_queues
+
+
+# --- parsing ------------------------------------------------------------------------------------------------
+
+
+def parse_level(level: str) -> tuple[int | None, str]:
+    """``"Level(-3)"`` → (3, "debug"); ``"info"`` → (0, "info"); ``"ERROR"`` → (0, "error")."""
+    text = level.strip()
+    low = text.lower()
+    if low in _NAMED_LEVELS:
+        return _NAMED_LEVELS[low], ("warn" if low == "warning" else low)
+    m = _LEVEL_N.match(text)
+    if m:
+        n = -int(m.group(1))
+        if n <= 0:
+            return 0, "info"
+        return n, "debug"
+    return None, low or "text"
+
+
+def parse_ts(value: Any) -> datetime | None:
+    """RFC3339(Nano) string or float/int epoch seconds (zap's EpochTimeEncoder)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        try:
+            return datetime.fromtimestamp(float(value), tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"\d+(\.\d+)?(e[+-]?\d+)?", text, re.IGNORECASE):
+            return parse_ts(float(text))
+        return parse_time_lenient(text)
+    return None
+
+
+def parse_log_text(path: str, text: str, year: int | None = None) -> list[LogLine]:
+    """Parse one log file. `year` completes klog timestamps (which carry none); callers pass the snapshot's
+    capture year (the current UTC year is only a fallback)."""
+    out: list[LogLine] = []
+    for i, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip("\r")
+        if not line.strip():
+            continue
+        out.append(parse_log_line(path, i, line, year))
+    return out
+
+
+def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -> LogLine:
+    body = line
+    prefix_ts: datetime | None = None
+    m = _TS_PREFIX.match(body)
+    if m:  # kubectl logs --timestamps
+        prefix_ts = parse_time_lenient(m.group(1))
+        body = body[m.end():]
+    stripped = body.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        try:
+            obj = json.loads(stripped)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            return _from_json(path, lineno, line, obj, prefix_ts)
+    if "\t" in body:
+        console = _from_console(path, lineno, line, body)
+        if console is not None:
+            return console
+    km = _KLOG.match(stripped)
+    if km:
+        return _from_klog(path, lineno, line, km, year)
+    return LogLine(file=path, lineno=lineno, raw=line, format="text", ts=prefix_ts, level="", verbosity=None,
+                   severity="text", logger="", caller="", msg=stripped)
+
+
+def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts: datetime | None) -> LogLine:
+    level = _as_text(obj.get("level", obj.get("L", "")))
+    verbosity, severity = parse_level(level)
+    fields = {k: v for k, v in obj.items() if k not in _CORE_KEYS}
+    return LogLine(
+        file=path, lineno=lineno, raw=raw, format="json",
+        ts=parse_ts(obj.get("ts", obj.get("T"))) or prefix_ts,
+        level=level, verbosity=verbosity, severity=severity,
+        logger=_as_text(obj.get("logger", obj.get("N", ""))),
+        caller=_as_text(obj.get("caller", obj.get("C", ""))),
+        msg=_as_text(obj.get("msg", obj.get("M", ""))),
+        error=_as_text(obj.get("error", "")),
+        stacktrace=_as_text(obj.get("stacktrace", "")),
+        fields=fields,
+        workloads=_workload_refs(fields, _as_text(obj.get("logger", ""))),
+        cluster_queues=_cq_refs(fields, _as_text(obj.get("logger", ""))),
+    )
+
+
+def _from_console(path: str, lineno: int, raw: str, body: str) -> LogLine | None:
+    parts = body.split("\t")
+    if len(parts) < 3 or not _CONSOLE_TS.match(parts[0].strip()):
+        return None
+    verbosity, severity = parse_level(parts[1])
+    if verbosity is None and severity not in ERROR_LEVELS:
+        return None
+    rest = parts[2:]
+    fields: dict[str, Any] = {}
+    if len(rest) >= 2 and rest[-1].lstrip().startswith("{"):
+        try:
+            decoded = json.loads(rest[-1])
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict):
+            fields = decoded
+            rest = rest[:-1]
+    logger = caller = ""
+    if len(rest) >= 3:
+        logger, caller, msg = rest[0], rest[1], "\t".join(rest[2:])
+    elif len(rest) == 2:
+        if _CALLER.match(rest[0]):
+            caller, msg = rest
+        else:
+            logger, msg = rest
+    else:
+        msg = rest[0] if rest else ""
+    error = _as_text(fields.pop("error", ""))
+    stack = _as_text(fields.pop("stacktrace", ""))
+    return LogLine(
+        file=path, lineno=lineno, raw=raw, format="console", ts=parse_ts(parts[0]),
+        level=parts[1].strip(), verbosity=verbosity, severity=severity, logger=logger, caller=caller,
+        msg=msg.strip(), error=error, stacktrace=stack, fields=fields,
+        workloads=_workload_refs(fields, logger), cluster_queues=_cq_refs(fields, logger),
+    )
+
+
+def _from_klog(path: str, lineno: int, raw: str, m: re.Match[str], year: int | None) -> LogLine:
+    sev = _KLOG_SEVERITY[m.group(1)]
+    ts: datetime | None = None
+    try:
+        ts = datetime(year or datetime.now(UTC).year, int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                      int(m.group(5)), int(m.group(6)), int((m.group(7) or "0").ljust(6, "0")), tzinfo=UTC)
+    except ValueError:
+        ts = None
+    return LogLine(file=path, lineno=lineno, raw=raw, format="klog", ts=ts, level=m.group(1), verbosity=0,
+                   severity=sev, logger="klog", caller=m.group(8), msg=m.group(9).strip())
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "name" in value:
+        ns = value.get("namespace")
+        return f"{ns}/{value['name']}" if ns else str(value["name"])
+    if isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _ref(value: Any) -> WorkloadRef | None:
+    if isinstance(value, dict) and isinstance(value.get("name"), str) and value["name"]:
+        ns = value.get("namespace")
+        return (ns if isinstance(ns, str) and ns else None, value["name"])
+    if isinstance(value, str) and value:
+        ns, sep, name = value.rpartition("/")
+        return (ns or None, name) if sep else (None, value)
+    return None
+
+
+def _workload_refs(fields: Mapping[str, Any], logger: str) -> tuple[WorkloadRef, ...]:
+    out: list[WorkloadRef] = []
+    for key in _WORKLOAD_KEYS:
+        ref = _ref(fields.get(key))
+        if ref and ref not in out:
+            out.append(ref)
+    if not out and logger.startswith("workload") and isinstance(fields.get("name"), str):
+        ns = fields.get("namespace")
+        out.append((ns if isinstance(ns, str) else None, fields["name"]))
+    return tuple(out)
+
+
+def _cq_refs(fields: Mapping[str, Any], logger: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for key in _CQ_KEYS:
+        ref = _ref(fields.get(key))
+        if ref and ref[1] not in out:
+            out.append(ref[1])
+    if not out and logger.startswith("cluster-queue") and isinstance(fields.get("name"), str):
+        out.append(fields["name"])
+    return tuple(out)
+
+
+# --- the snapshot's logs ------------------------------------------------------------------------------------
+
+
+def log_lines(snap: Snapshot) -> list[LogLine]:
+    """Every parsed line of every log file in the snapshot, in file order then line order (memoised)."""
+
+    def build() -> list[LogLine]:
+        year = snap.now.year
+        out: list[LogLine] = []
+        for path in sorted(snap.logs_text):
+            out.extend(parse_log_text(path, snap.logs_text[path], year))
+        return out
+
+    return snap.memo("log-lines", build)
+
+
+@dataclass(frozen=True)
+class LogLevelInfo:
+    """What the controller's log level is, from the flag and from what the logs show."""
+
+    max_seen: int | None
+    """highest logr V-level among parsed lines (None: no structured lines)"""
+    flag: int | None
+    """``--zap-log-level`` of the Kueue manager container (None: not found)"""
+    flag_raw: str | None = None
+    flag_source: str | None = None
+    """``Deployment/kueue-system/kueue-controller-manager`` or the Pod that carries the flag"""
+
+    @property
+    def effective(self) -> int | None:
+        """The flag wins (the logs might just be quiet); else what the logs show."""
+        if self.flag is not None:
+            return self.flag
+        return self.max_seen
+
+
+def zap_level_value(text: str) -> int | None:
+    """``--zap-log-level`` value → logr V-level: ``debug`` 1, ``info`` 0, ``error`` -2, integers as is."""
+    t = text.strip().strip("'\"").lower()
+    named = {"debug": 1, "info": 0, "warn": -1, "error": -2, "dpanic": -3, "panic": -4, "fatal": -5}
+    if t in named:
+        return named[t]
+    try:
+        return int(t)
+    except ValueError:
+        return None
+
+
+def flag_value(args: Iterable[str], flag: str) -> str | None:
+    """Value of ``--flag=value`` or ``--flag value`` (last one wins, like Go's flag package)."""
+    found: str | None = None
+    tokens = _tokens(args)
+    for i, tok in enumerate(tokens):
+        for spelling in (flag, "-" + flag.lstrip("-")):
+            if tok.startswith(spelling + "="):
+                found = tok[len(spelling) + 1:]
+            elif tok == spelling and i + 1 < len(tokens):
+                found = tokens[i + 1]
+    return found
+
+
+def _tokens(args: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for a in args:
+        a = str(a)
+        if any(ch.isspace() for ch in a.strip()) and "--" in a:
+            # `command: ["/bin/sh", "-c", "/manager --zap-log-level=2 ..."]`
+            try:
+                out.extend(shlex.split(a))
+            except ValueError:
+                out.extend(a.split())
+        else:
+            out.append(a)
+    return out
+
+
+def is_kueue_controller(obj: dict[str, Any]) -> bool:
+    """A Kueue controller-manager Pod or Deployment (not KueueViz, not another kubebuilder operator)."""
+    m = meta(obj)
+    lbls = labels(obj)
+    images = " ".join(c.get("image", "") for c in _containers(obj))
+    if "kueueviz" in images or "kueueviz" in (m.get("name") or ""):
+        return False
+    if lbls.get("app.kubernetes.io/name") == "kueue" and lbls.get("app.kubernetes.io/component",
+                                                                  "controller") in ("controller", "manager"):
+        return True
+    if lbls.get("control-plane") == "controller-manager" and (
+            m.get("namespace") == "kueue-system" or "kueue" in images or "kueue" in (m.get("name") or "")):
+        return True
+    return (m.get("name") or "").startswith("kueue-controller-manager")
+
+
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") != "Pod":
+        spec = ((spec.get("template") or {}).get("spec")) or {}
+    return [c for c in spec.get("containers") or () if isinstance(c, dict)]
+
+
+def manager_container(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The Kueue manager container: named ``manager``, else the one running a kueue image."""
+    containers = _containers(obj)
+    for c in containers:
+        if c.get("name") == "manager":
+            return c
+    for c in containers:
+        if "kueue" in str(c.get("image", "")):
+            return c
+    return containers[0] if containers else None
+
+
+def controller_objects(snap: Snapshot) -> list[dict[str, Any]]:
+    """Kueue controller Deployments first, then Pods (memoised)."""
+
+    def build() -> list[dict[str, Any]]:
+        deps = [d for d in snap.of_kind("Deployment") if is_kueue_controller(d)]
+        pods = [p for p in snap.of_kind("Pod") if is_kueue_controller(p)]
+        return deps + pods
+
+    return snap.memo("kueue-controller-objects", build)
+
+
+def container_args(container: dict[str, Any]) -> list[str]:
+    command = [str(a) for a in (container.get("command") or [])]
+    return command + [str(a) for a in (container.get("args") or [])]
+
+
+def log_level_info(snap: Snapshot) -> LogLevelInfo:
+    """The controller's effective log level: ``--zap-log-level`` and the highest V seen (memoised)."""
+
+    def build() -> LogLevelInfo:
+        seen = [ln.verbosity for ln in log_lines(snap) if ln.verbosity is not None]
+        flag: int | None = None
+        raw: str | None = None
+        source: str | None = None
+        for obj in controller_objects(snap):
+            c = manager_container(obj)
+            if c is None:
+                continue
+            value = flag_value(container_args(c), "--zap-log-level")
+            if value is not None:
+                m = meta(obj)
+                raw, flag = value, zap_level_value(value)
+                source = f"{obj.get('kind')}/{m.get('namespace')}/{m.get('name')}"
+                break
+        return LogLevelInfo(max_seen=max(seen) if seen else None, flag=flag, flag_raw=raw, flag_source=source)
+
+    return snap.memo("kueue-log-level", build)

@@ -1,0 +1,140 @@
+"""The CLI contract: exit codes, stdout/stderr separation, output formats, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kueuediag.cli import build_app
+from kueuediag.errors import EXIT_CODE_MEANINGS, ExitCode
+
+ROOT = Path(__file__).resolve().parent.parent
+BASIC = str(ROOT / "fixtures" / "snapshots" / "basic")
+
+
+@pytest.fixture()
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def _invoke(runner: CliRunner, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(build_app(), list(args), env={"NO_COLOR": "1"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_why_json_goes_to_stdout_only(runner: CliRunner) -> None:
+    code, out, err = _invoke(runner, "why", "job/resnet-train", "-n", "team-a", "--from", BASIC, "-o", "json")
+    assert code == ExitCode.OK
+    doc = json.loads(out)
+    assert doc["schema"] == "kueuediag/why/v1"
+    assert doc["workload"]["name"] == "job-resnet-train-3c1d2"
+    assert doc["workload"]["owner"] == {"kind": "Job", "name": "resnet-train"}
+    assert doc["verdict"]["cause"] == "not-pending"
+    assert {c["code"] for c in doc["checks"]} >= {"KD002"}
+    assert err == ""
+
+
+def test_target_not_found_exit_3_with_suggestions(runner: CliRunner) -> None:
+    code, out, err = _invoke(runner, "why", "job/resnet-trian", "--from", BASIC)
+    assert code == ExitCode.NOT_FOUND
+    assert out == ""
+    assert "not found" in err and "job/resnet-train -n team-a" in err
+
+
+def test_bad_input_exit_2_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "objects").mkdir()
+    (tmp_path / "objects" / "x.yaml").write_text("kind: [\n")
+    code, out, err = _invoke(runner, "why", "job/x", "--from", str(tmp_path))
+    assert code == ExitCode.USAGE
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("kueuediag: error: ") and "invalid YAML" in err
+    assert "Traceback" not in err
+
+
+def test_bad_flags_exit_2(runner: CliRunner) -> None:
+    code, _, err = _invoke(runner, "why", "job/resnet-train", "--from", BASIC, "-o", "xml")
+    assert code == ExitCode.USAGE and "unknown output format 'xml'" in err
+    code, _, err = _invoke(runner, "why", "job/resnet-train", "--from", BASIC, "--select", "KD999")
+    assert code == ExitCode.USAGE and "unknown check" in err
+    code, _, err = _invoke(runner, "why", "job/resnet-train", "--from", BASIC, "--now", "soon")
+    assert code == ExitCode.USAGE and "invalid timestamp" in err
+
+
+def test_markdown_and_junit(runner: CliRunner) -> None:
+    code, out, _ = _invoke(runner, "why", "workload/job-resnet-train-3c1d2", "--from", BASIC, "-o", "markdown")
+    assert code == 0 and out.startswith("## kueuediag verdict: `not-pending`") and "| KD002 | workload-state |" in out
+    code, out, _ = _invoke(runner, "why", "job-resnet-train-3c1d2", "--from", BASIC, "-o", "junit")
+    assert code == 0 and out.startswith("<testsuite") and 'name="KD002 workload-state"' in out
+
+
+def test_terminal_output_no_color_has_no_escape_codes(runner: CliRunner) -> None:
+    code, out, _ = _invoke(runner, "why", "job/resnet-train", "--from", BASIC, "--no-color")
+    assert code == 0
+    assert "\x1b[" not in out
+    assert "VERDICT not-pending" in out and "admitted by ClusterQueue team-a" in out
+
+
+def test_fail_on_and_exit_zero(runner: CliRunner) -> None:
+    # not-pending never trips the gate
+    code, _, _ = _invoke(runner, "why", "job/resnet-train", "--from", BASIC, "--fail-on", "info")
+    assert code == ExitCode.OK
+
+
+def test_explain_and_checks(runner: CliRunner) -> None:
+    code, out, _ = _invoke(runner, "explain", "KD002")
+    assert code == 0 and out.startswith("# KD002 workload-state") and "## How to fix" in out
+    code, out, _ = _invoke(runner, "explain", "waiting-for-quota")
+    assert code == 0 and "# cause `waiting-for-quota`" in out and "Layer: kueue" in out
+    code, _, err = _invoke(runner, "explain", "KD9999")
+    assert code == ExitCode.NOT_FOUND and "no check or cause" in err
+    code, out, _ = _invoke(runner, "checks", "-o", "json")
+    assert code == 0 and any(r["code"] == "KD002" for r in json.loads(out))
+
+
+def test_version(runner: CliRunner) -> None:
+    from kueuediag import __version__
+
+    code, out, _ = _invoke(runner, "--version")
+    assert code == 0 and out.strip() == f"kueuediag {__version__}"
+
+
+def test_readme_exit_code_table_matches_enum() -> None:
+    readme = (ROOT / "README.md").read_text()
+    rows = dict(re.findall(r"^\| (\d) \| (.+?) \|$", readme, flags=re.M))
+    assert {int(k) for k in rows} == {int(c) for c in ExitCode}
+    for code, meaning in EXIT_CODE_MEANINGS.items():
+        assert rows[str(int(code))] == meaning
+
+
+def test_help_does_not_import_heavy_libraries() -> None:
+    code = (
+        "import sys\n"
+        "from kueuediag.cli import build_app\n"
+        "try:\n    build_app()(['--help'], prog_name='kueuediag')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = [m for m in ('kubernetes', 'prometheus_api_client', 'pandas', 'rich') if m in sys.modules]\n"
+        "print('HEAVY=' + ','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "NO_COLOR": "1"})
+    assert "Usage: kueuediag" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "HEAVY="
+
+
+def test_snapshot_path_does_not_import_kubernetes() -> None:
+    code = (
+        "import sys\n"
+        "from kueuediag.cli import build_app\n"
+        f"try:\n    build_app()(['why', 'job/resnet-train', '--from', {BASIC!r}, '-o', 'json'], prog_name='kueuediag')\n"
+        "except SystemExit:\n    pass\n"
+        "print('HEAVY=' + ','.join(m for m in ('kubernetes', 'prometheus_api_client') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "HEAVY=\n" in out.stdout + "\n"
