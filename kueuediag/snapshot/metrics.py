@@ -3,8 +3,8 @@
 Snapshots keep metrics under ``metrics/**/*.om`` as OpenMetrics text — the format ``promtool tsdb
 create-blocks-from openmetrics`` backfills: ``# TYPE``/``# HELP``/``# UNIT`` lines, counter samples named
 ``<family>_total``, timestamps in **seconds** (floats allowed) and a mandatory final ``# EOF`` line. The live
-collector writes Prometheus range-query results in the same format (:func:`to_openmetrics`), so a diagnosis can
-be replayed from disk and a fixture can be loaded into a real Prometheus.
+collector writes Prometheus range-query results in the same format (:func:`to_openmetrics`), so a diagnosis
+can be replayed from disk and a fixture can be loaded into a real Prometheus.
 
 Files ending in ``.prom``/``.txt`` without ``# EOF`` are read as the Prometheus text exposition format
 (timestamps in milliseconds, no ``# EOF``), which is what ``curl .../metrics`` or a federation dump gives.
@@ -81,7 +81,7 @@ class Series:
         return (self.points[0][0], self.points[-1][0]) if self.points else None
 
     def selector(self) -> str:
-        """PromQL-style selector, for evidence: ``kueue_pending_workloads{cluster_queue="a",status="active"}``."""
+        """PromQL-style selector for evidence: ``kueue_pending_workloads{cluster_queue="a",status="active"}``."""
         inner = ",".join(f'{k}="{_escape(v)}"' for k, v in self.labels)
         return f"{self.name}{{{inner}}}" if inner else self.name
 
@@ -98,7 +98,8 @@ class MetricStore:
     types: dict[str, str] = field(default_factory=dict)
     """family name → OpenMetrics type"""
     help: dict[str, str] = field(default_factory=dict)
-    _cache: dict[tuple[str, tuple[tuple[str, object], ...]], list[Series]] = field(default_factory=dict, repr=False)
+    _cache: dict[tuple[str, tuple[tuple[str, object], ...]], list[Series]] = field(
+        default_factory=dict, repr=False)
 
     def names(self) -> list[str]:
         return sorted(self.series)
@@ -161,7 +162,7 @@ def _label_matches(actual: str, want: LabelFilter) -> bool:
     return actual in set(want)
 
 
-# --- parsing -------------------------------------------------------------------------------------------------
+# --- parsing ------------------------------------------------------------------------------------------------
 
 
 def parse_metrics(texts: Mapping[str, str], default_time: float | None = None) -> MetricStore:
@@ -176,8 +177,9 @@ def parse_metrics(texts: Mapping[str, str], default_time: float | None = None) -
 
 
 def metric_store(snap: Snapshot) -> MetricStore:
-    """The snapshot's metrics, parsed once and memoised on the snapshot (empty store when there are none)."""
-    return snap.memo("metric-store", lambda: parse_metrics(snap.metrics_text, default_time=snap.now.timestamp()))
+    """The snapshot's metrics, parsed once and memoised on the snapshot (empty when there are none)."""
+    return snap.memo("metric-store",
+                     lambda: parse_metrics(snap.metrics_text, default_time=snap.now.timestamp()))
 
 
 def _sorted_unique(points: list[Point]) -> list[Point]:
@@ -219,7 +221,7 @@ def _parse_file(
         if stripped.startswith("#"):
             if stripped == "# EOF":
                 if not openmetrics:
-                    raise InputError(f"{where}: '# EOF' in a Prometheus text file (name it .om for OpenMetrics)")
+                    raise InputError(f"{where}: '# EOF' in a Prometheus text file (name it .om)")
                 saw_eof = True
                 continue
             meta = _META_RE.match(stripped)
@@ -324,7 +326,7 @@ def _clip(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-# --- helpers over series ---------------------------------------------------------------------------------------
+# --- helpers over series ------------------------------------------------------------------------------------
 
 
 def latest(series: Series) -> Point | None:
@@ -416,7 +418,7 @@ def sum_at(series: Sequence[Series], t: float) -> float | None:
     return sum(values) if values else None
 
 
-# --- writing -------------------------------------------------------------------------------------------------
+# --- writing ------------------------------------------------------------------------------------------------
 
 
 def _fmt(v: float) -> str:
