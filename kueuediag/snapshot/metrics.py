@@ -81,7 +81,7 @@ class Series:
         return (self.points[0][0], self.points[-1][0]) if self.points else None
 
     def selector(self) -> str:
-        """PromQL-style selector for evidence: ``kueue_pending_workloads{cluster_queue="a",status="active"}``."""
+        """PromQL-style selector for evidence: ``kueue_pending_workloads{cluster_queue="a"}``."""
         inner = ",".join(f'{k}="{_escape(v)}"' for k, v in self.labels)
         return f"{self.name}{{{inner}}}" if inner else self.name
 
