@@ -1,0 +1,500 @@
+"""Log signatures and known upstream Kueue bugs, as data.
+
+``SIGNATURES`` is the library KD501 runs over the controller logs: each entry says which lines it matches
+(a regex on the message and/or on fields), what such a line means, which cause it supports, the lowest
+``--zap-log-level`` at which Kueue emits it (kueue-facts §10) and how many repetitions make it noteworthy.
+
+``KNOWN_ISSUES`` maps Kueue version ranges and the signatures/objects a snapshot shows to upstream issues, PRs
+and the releases that fixed them (kueue-facts §4.1, §8, §13). KD902 reads it.
+
+The small semver helper (:func:`parse_version`, :func:`satisfies`, :func:`is_fixed`) understands ``v0.13.2``,
+``0.13.2``, pre-releases (``v0.14.0-rc.1`` < ``v0.14.0``), ``v0.20.0-devel`` and ``git describe`` strings
+(``v0.13.2-12-gabc1234`` counts as v0.13.2).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import total_ordering
+
+from kueuediag.models import Severity
+from kueuediag.snapshot.logs import LogLine, log_lines
+from kueuediag.snapshot.model import Snapshot
+
+# --- semver ------------------------------------------------------------------------------------------------
+
+_VERSION = re.compile(
+    r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-(?P<pre>[0-9A-Za-z.-]+?))?(?:\+[0-9A-Za-z.-]+)?\s*$"
+)
+_DESCRIBE = re.compile(r"-\d+-g[0-9a-f]{6,40}(?:-dirty)?$")
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Version:
+    major: int
+    minor: int
+    patch: int
+    pre: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"v{self.major}.{self.minor}.{self.patch}" + (f"-{'.'.join(self.pre)}" if self.pre else "")
+
+    @property
+    def line(self) -> tuple[int, int]:
+        """The release line (``(0, 13)`` for v0.13.x)."""
+        return self.major, self.minor
+
+    def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
+        pre = tuple((0, int(p)) if p.isdigit() else (1, p) for p in self.pre)
+        # a release sorts after all its pre-releases
+        return self.major, self.minor, self.patch, 0 if self.pre else 1, pre
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self._key() < other._key()
+
+
+def parse_version(text: str | None) -> Version | None:
+    """``v0.13.2`` → Version(0, 13, 2); None for junk (image digests, ``latest``)."""
+    if not text:
+        return None
+    t = _DESCRIBE.sub("", text.strip())
+    m = _VERSION.match(t)
+    if not m:
+        return None
+    pre = tuple(m.group("pre").split(".")) if m.group("pre") else ()
+    return Version(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), pre)
+
+
+_COMPARATOR = re.compile(r"^\s*(>=|<=|>|<|==|=|!=)?\s*(\S+)\s*$")
+
+
+def satisfies(version: str | Version, spec: str) -> bool:
+    """``satisfies("v0.13.4", ">=v0.13.0, <v0.13.5")`` — comma-separated comparators, all must hold.
+
+    Raises ValueError on an unparsable spec (a bug in our data, not in the user's input).
+    """
+    v = version if isinstance(version, Version) else parse_version(version)
+    if v is None:
+        raise ValueError(f"not a version: {version!r}")
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        m = _COMPARATOR.match(part)
+        bound = parse_version(m.group(2)) if m else None
+        if m is None or bound is None:
+            raise ValueError(f"bad version constraint {part!r}")
+        op = m.group(1) or "=="
+        ok = {
+            ">=": v >= bound, "<=": v <= bound, ">": v > bound, "<": v < bound,
+            "==": v == bound, "=": v == bound, "!=": v != bound,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def is_fixed(version: str | Version, fixed_in: Sequence[str]) -> bool:
+    """Whether `version` contains a fix released in `fixed_in` (the mainline release and its cherry-picks).
+
+    The highest entry is the mainline release: every version at or above it is fixed. A lower entry is a
+    cherry-pick: it fixes only later patches of its own release line (v0.13.5 fixes v0.13.6, not v0.12.9).
+    """
+    v = version if isinstance(version, Version) else parse_version(version)
+    if v is None:
+        raise ValueError(f"not a version: {version!r}")
+    fixes = sorted(f for f in (parse_version(x) for x in fixed_in) if f is not None)
+    if not fixes:
+        return False
+    if v >= fixes[-1]:
+        return True
+    return any(v.line == f.line and v >= f for f in fixes[:-1])
+
+
+def fixed_version_for(version: str | Version, fixed_in: Sequence[str]) -> str:
+    """The release to upgrade to: the cherry-pick on the same line if any, else the mainline release."""
+    v = version if isinstance(version, Version) else parse_version(version)
+    fixes = sorted(f for f in (parse_version(x) for x in fixed_in) if f is not None)
+    if v is not None:
+        for f in fixes:
+            if f.line == v.line:
+                return str(f)
+    return str(fixes[-1]) if fixes else "?"
+
+
+# --- log signatures ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One recognisable kind of Kueue log line.
+
+    A line matches when every pattern given matches: `msg` against the message (``search``), each
+    ``fields`` entry against that key's value as text, and `text` against the whole raw line (useful for
+    plain-text lines, ``error`` values and stack traces). At least one pattern is given.
+    """
+
+    id: str
+    title: str
+    meaning: str
+    cause: str
+    """the cause slug (kueuediag.causes) a match supports"""
+    severity: Severity
+    min_verbosity: int = 0
+    """lowest --zap-log-level at which Kueue writes the line (kueue-facts §10)"""
+    msg: str | None = None
+    fields: tuple[tuple[str, str], ...] = ()
+    text: str | None = None
+    repeat: int = 1
+    """how many matching lines (per `per` key) make the signature noteworthy"""
+    min_span_seconds: float = 0.0
+    """and over at least this long (first to last matching line)"""
+    per: str = ""
+    """group repetitions by ``workload`` or ``clusterQueue`` (empty: all lines together)"""
+    decisive: bool = False
+    """a V(3)+ why-line whose absence at level 2 is what `logging-insufficient` reports"""
+    upstream: str = ""
+    """issue/PR references for the reader"""
+
+    def __post_init__(self) -> None:
+        if self.msg is None and self.text is None and not self.fields:
+            raise ValueError(f"signature {self.id}: no pattern")
+        # compile once (cached by re) so a typo fails at import time
+        for pattern in (self.msg, self.text, *(p for _, p in self.fields)):
+            if pattern is not None:
+                re.compile(pattern)
+
+    def matches(self, line: LogLine) -> bool:
+        if self.msg is not None and not re.search(self.msg, line.msg):
+            return False
+        for key, pattern in self.fields:
+            value = line.error if key == "error" else line.field_text(key)
+            if not re.search(pattern, value):
+                return False
+        if self.text is not None and not re.search(self.text, line.raw):
+            return False
+        return True
+
+    def group_key(self, line: LogLine) -> str:
+        if self.per == "workload":
+            ref = line.workload
+            return f"{ref[0]}/{ref[1]}" if ref and ref[0] else (ref[1] if ref else "")
+        if self.per == "clusterQueue":
+            return line.cluster_queue or ""
+        return ""
+
+
+_S = Severity
+
+SIGNATURES: tuple[Signature, ...] = (
+    Signature(
+        "overlapping-preemption-targets", "Overlapping preemption targets, repeatedly for the same head",
+        "The scheduler skipped this head because its preemption targets overlap with those of a workload "
+        "processed earlier in the cycle. Seen now and then in normal operation; seen for the same head for a "
+        "long time it means a victim never goes away (typically a zombie pod past its grace period that "
+        "heads of several ClusterQueues all target).",
+        "stuck-preemption-target", _S.HIGH, min_verbosity=2,
+        text=r"overlapping preemption targets|preemption targets overlap",
+        repeat=5, min_span_seconds=1800, per="workload", upstream="talk bug 2; #6489, PR #6872",
+    ),
+    Signature(
+        "no-preemption-candidates", "Preemption needed, but no candidate workloads",
+        "The workload only fits by preempting, yet the ClusterQueue's preemption policy allows no victim. "
+        "With fair sharing on an affected Kueue, borrowing ClusterQueues whose share rounded to 0 look like "
+        "non-borrowers and are never chosen (#6577).",
+        "waiting-for-quota", _S.MEDIUM, min_verbosity=2,
+        msg=r"^Workload requires preemption, but there are no candidate workloads allowed for preemption",
+        upstream="#6577",
+    ),
+    Signature(
+        "requeue-loop-pending-preemption", "Re-queued again and again waiting for preemption",
+        "The workload keeps being re-queued with requeueReason PendingPreemption: its victims are not "
+        "releasing quota (long termination grace periods, pods stuck terminating).",
+        "slow-preemption", _S.HIGH, min_verbosity=2,
+        msg=r"^Workload re-queued$", fields=(("requeueReason", r"^PendingPreemption$"),),
+        repeat=5, min_span_seconds=600, per="workload", upstream="#6143",
+    ),
+    Signature(
+        "requeue-loop", "Re-queued many times",
+        "The scheduler keeps trying the workload and putting it back (requeueReason tells why: NoFit, "
+        "PreemptionNoCandidates, FailedAfterNomination, ...). Each attempt found no room.",
+        "waiting-for-quota", _S.LOW, min_verbosity=2,
+        msg=r"^Workload re-queued$", fields=(("requeueReason", r"^(?!PendingPreemption$)"),),
+        repeat=10, per="workload",
+    ),
+    Signature(
+        "couldnt-be-admitted", "Workload couldn't be admitted",
+        "The ClusterQueue's queue manager recorded that the head could not be admitted this cycle "
+        "(BestEffortFIFO then moves on to the next workload).",
+        "waiting-for-quota", _S.LOW, min_verbosity=2,
+        msg=r"^Workload couldn't be admitted\.", per="workload",
+    ),
+    Signature(
+        "podsready-timeout-eviction", "Evicted for exceeding the PodsReady timeout",
+        "waitForPodsReady evicted the workload because its pods were not ready in time; it waits for the "
+        "requeue backoff before Kueue considers it again.",
+        "podsready-backoff", _S.MEDIUM, min_verbosity=2,
+        msg=r"^Start the eviction of the workload due to exceeding the PodsReady timeout", per="workload",
+    ),
+    Signature(
+        "webhook-error", "Admission webhook calls fail",
+        "An API write was rejected because calling a webhook failed (Kueue's own webhook service down, "
+        "certificates not ready, or a third-party webhook): Kueue cannot update Workloads or jobs.",
+        "controller-unhealthy", _S.HIGH,
+        text=r"failed calling webhook|Internal error occurred: failed calling webhook",
+    ),
+    Signature(
+        "api-conflict", "Many write conflicts",
+        "Writes lost optimistic-concurrency races (`the object has been modified`). A few are normal; "
+        "many mean contention with another controller or a hot object.",
+        "controller-unhealthy", _S.LOW,
+        text=r"the object has been modified|Operation cannot be fulfilled on",
+        repeat=20,
+    ),
+    Signature(
+        "api-not-found", "The API server does not know a resource",
+        "`the server could not find the requested resource`: a CRD or API version Kueue needs is not served "
+        "(CRDs older than the controller, a missing integration CRD).",
+        "controller-unhealthy", _S.HIGH,
+        text=r"the server could not find the requested resource",
+    ),
+    Signature(
+        "api-timeout", "API calls time out",
+        "Requests to the API server time out: an overloaded control plane slows every admission.",
+        "controller-unhealthy", _S.MEDIUM,
+        text=r"context deadline exceeded|i/o timeout|Client\.Timeout exceeded|TLS handshake timeout|"
+             r"the server was unable to return a response in the time allotted",
+        repeat=3,
+    ),
+    Signature(
+        "api-connection-refused", "API server connection refused",
+        "The controller cannot reach the API server (or a webhook endpoint): `connection refused`.",
+        "controller-unhealthy", _S.HIGH, text=r"connection refused",
+    ),
+    Signature(
+        "leader-election-lost", "Leader election lost",
+        "The controller lost (or could not renew) its leader lease: while no replica leads, nothing is "
+        "admitted; a replica that loses the lease exits and restarts.",
+        "controller-unhealthy", _S.HIGH,
+        text=r"leader election lost|failed to renew lease|error retrieving resource lock|stopped leading",
+    ),
+    Signature(
+        "panic", "Controller panic",
+        "The controller panicked (`Observed a panic` is a recovered panic in a reconciler; `panic:` on "
+        "its own line is a crash that restarts the container).",
+        "controller-unhealthy", _S.HIGH, text=r"Observed a panic|(^|[\s\"])panic: ",
+    ),
+    Signature(
+        "evaluated-for-admission", "Workload evaluated for admission",
+        "The scheduler's verdict on the workload in one cycle: `status` (nominated, skipped, assumed, "
+        "...) and `reason`, the same text it writes into the QuotaReserved condition. The best single "
+        "why-line.",
+        "waiting-for-quota", _S.MEDIUM, min_verbosity=3,
+        msg=r"^Workload evaluated for admission$", per="workload", decisive=True,
+    ),
+    Signature(
+        "preempted", "Preempted a workload",
+        "The scheduler issued a preemption: `targetWorkload` is evicted to make room for "
+        "`preemptingWorkload`; the preemptor waits until the victim releases its quota.",
+        "preemption-in-progress", _S.LOW, min_verbosity=3,
+        msg=r"^Preempted$", decisive=True,
+    ),
+    Signature(
+        "preemption-gated", "Preemption blocked by preemption gates",
+        "The workload needs preemption but its preemption gates are not cleared.",
+        "admission-gated", _S.MEDIUM, min_verbosity=3,
+        msg=r"^Workload requires preemption, but it is gated", per="workload",
+    ),
+    Signature(
+        "clusterqueue-missing", "ClusterQueue for the workload does not exist",
+        "The workload's LocalQueue points at a ClusterQueue the controller does not know.",
+        "clusterqueue-missing", _S.HIGH, min_verbosity=2,
+        msg=r"^ClusterQueue for workload didn't exist; ignored for now|"
+            r"^Workload is inadmissible because the ClusterQueue is terminating or missing",
+    ),
+    Signature(
+        "queue-stopped", "Queue stopped",
+        "The workload's LocalQueue or ClusterQueue is stopped (stopPolicy).",
+        "localqueue-stopped", _S.HIGH, min_verbosity=3,
+        msg=r"^Workload is (inadmissible|evicted) because the (LocalQueue|ClusterQueue) is stopped",
+    ),
+)
+
+BY_ID: dict[str, Signature] = {s.id: s for s in SIGNATURES}
+
+DECISIVE_MIN_VERBOSITY = min(s.min_verbosity for s in SIGNATURES if s.decisive)
+"""Logs below this level cannot contain the decisive why-lines (3)."""
+
+REASON_CAUSES: tuple[tuple[str, str], ...] = (
+    # `reason` of "Workload evaluated for admission" (= the QuotaReserved message, kueue-facts §2.4) → cause.
+    (r"overlapping preemption targets", "stuck-preemption-target"),
+    (r"Pending the preemption of \d+ workload", "preemption-in-progress"),
+    (r"Preempting \d+ workload\(s\) failed", "preemption-in-progress"),
+    (r"no longer fits after processing another workload", "queued-behind"),
+    (r"> maximum capacity|request > maximum capacity", "exceeds-max-quota"),
+    (r"namespace doesn't match ClusterQueue selector", "namespace-not-selected"),
+    (r"ClusterQueue \S+ is inactive", "clusterqueue-inactive"),
+    (r"ClusterQueue \S+ not found", "clusterqueue-missing"),
+    (r"resource \S+ unavailable in ClusterQueue", "resource-not-covered"),
+    (r"^topology |topology \"[^\"]+\" (doesn't|allows)|does not support TopologyAwareScheduling",
+     "topology-no-fit"),
+    (r"waiting for all admitted workloads to be in PodsReady condition", "waiting-for-podsready"),
+    (r"Workload requires preemption, but it's gated", "admission-gated"),
+    (r"insufficient unused quota", "waiting-for-quota"),
+    (r"doesn't match node affinity|untolerated taint", "no-matching-flavor"),
+)
+
+
+def cause_for_reason(reason: str) -> str | None:
+    """The cause a scheduler pending message points at (first matching rule), None when unknown."""
+    for pattern, cause in REASON_CAUSES:
+        if re.search(pattern, reason):
+            return cause
+    return None
+
+
+@dataclass(frozen=True)
+class SignatureHit:
+    """All lines one signature matched, grouped by its `per` key."""
+
+    signature: Signature
+    key: str
+    lines: tuple[LogLine, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.lines)
+
+    @property
+    def span_seconds(self) -> float:
+        times = [ln.ts for ln in self.lines if ln.ts is not None]
+        return (max(times) - min(times)).total_seconds() if len(times) > 1 else 0.0
+
+    @property
+    def noteworthy(self) -> bool:
+        """Repeated enough, over long enough, to mean something."""
+        return self.count >= self.signature.repeat and self.span_seconds >= self.signature.min_span_seconds
+
+
+def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES) -> list[SignatureHit]:
+    """Match every line against every signature; one hit per (signature, group key), library order."""
+    groups: dict[tuple[str, str], list[LogLine]] = defaultdict(list)
+    for line in lines:
+        for sig in signatures:
+            if sig.matches(line):
+                groups[(sig.id, sig.group_key(line))].append(line)
+    order = {s.id: i for i, s in enumerate(signatures)}
+    by_id = {s.id: s for s in signatures}
+    hits = [SignatureHit(by_id[sid], key, tuple(lns)) for (sid, key), lns in groups.items()]
+    hits.sort(key=lambda h: (order[h.signature.id], -h.count, h.key))
+    return hits
+
+
+def signature_hits(snap: Snapshot) -> list[SignatureHit]:
+    """`scan` over the snapshot's logs (memoised)."""
+    return snap.memo("log-signature-hits", lambda: scan(log_lines(snap)))
+
+
+# --- known upstream issues ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    """An upstream Kueue bug a snapshot can show, with the releases that fixed it.
+
+    `condition` names the detector KD902 runs over the snapshot's objects; `signatures` are log signatures
+    that corroborate it. `fixed_in` lists the mainline release first-class and its cherry-picks
+    (see :func:`is_fixed`); empty when only a feature gate mitigates it.
+    """
+
+    id: str
+    title: str
+    meaning: str
+    issues: tuple[str, ...]
+    prs: tuple[str, ...]
+    fixed_in: tuple[str, ...]
+    condition: str
+    signatures: tuple[str, ...] = ()
+    introduced: str | None = None
+    """first affected release when known (None: as old as the feature)"""
+    mitigation_gate: str | None = None
+    gate_since: str | None = None
+    changelog: str = ""
+
+    def affects(self, version: str | Version) -> bool:
+        v = version if isinstance(version, Version) else parse_version(version)
+        if v is None:
+            return False
+        if self.introduced is not None and not satisfies(v, f">={self.introduced}"):
+            return False
+        if self.fixed_in:
+            return not is_fixed(v, self.fixed_in)
+        return True
+
+    @property
+    def refs(self) -> str:
+        return ", ".join([f"issue {i}" for i in self.issues] + [f"PR {p}" for p in self.prs])
+
+
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    KnownIssue(
+        "fair-sharing-rounding-zero", "Fair-sharing share rounds to 0 for a borrowing ClusterQueue",
+        "Up to v0.13.2 the dominant resource share was computed with integers: with large quotas or high "
+        "weights a borrowing ClusterQueue got weightedShare 0, looked like it was not borrowing, could not "
+        "be chosen for fair-sharing preemption, and a ClusterQueue owning the guarantee could not reclaim it "
+        "(`Workload requires preemption, but there are no candidate workloads allowed for preemption`).",
+        issues=("#6577",), prs=("#6617", "#6620", "#6619"), fixed_in=("v0.14.0", "v0.13.3", "v0.12.8"),
+        condition="borrowing-cq-zero-share", signatures=("no-preemption-candidates",),
+        changelog="Fix fairsharing reclamation bug",
+    ),
+    KnownIssue(
+        "fair-sharing-rounding-precision", "Imprecise dominant resource share (rounding) under fair sharing",
+        "Before v0.14.0 / v0.13.5 shares were compared after rounding: with large quotas or high FairSharing "
+        "weights the order of ClusterQueues in tournaments and preemption was wrong (and weight 0 could loop "
+        "preemption).",
+        issues=("#6774",), prs=("#6925", "#6994"), fixed_in=("v0.14.0", "v0.13.5"),
+        condition="fair-sharing-borrowing", signatures=("no-preemption-candidates",),
+        changelog="Incorrect DominantResourceShare caused by rounding (large quotas or high FairSharing "
+                  "weight)",
+    ),
+    KnownIssue(
+        "pod-group-terminating-quota", "Pods stuck terminating keep quota in pod groups",
+        "Before v0.14.0 / v0.13.5 / v0.12.10 a pod-group pod that stays Running with a deletionTimestamp "
+        "(a zombie past its grace period) counted as active, so its preempted Workload never released quota "
+        "and the preemptor stayed at the head of the queue for hours.",
+        issues=("#6143", "#6489"), prs=("#6872", "#6892", "#6893"),
+        fixed_in=("v0.14.0", "v0.13.5", "v0.12.10"),
+        condition="zombie-pods-in-pod-group",
+        signatures=("overlapping-preemption-targets", "requeue-loop-pending-preemption"),
+        changelog="Pod-integration now correctly handles pods stuck in the Terminating state within pod "
+                  "groups, preventing them from being counted as active and avoiding blocked quota release.",
+    ),
+    KnownIssue(
+        "serialized-pod-preemption", "Pod-integration preemptions are serialized by grace periods",
+        "For plain pods a victim counts as active through its whole termination grace period, so every "
+        "preemption waits for the victim's grace period (15-minute preStop hooks mean one reclaimed "
+        "guarantee every 15 minutes). Kueue v0.17.0 added FastQuotaReleaseInPodIntegration (alpha, off by "
+        "default) to release quota as soon as all pods of the group are terminating.",
+        issues=("#6143",), prs=("#8992",), fixed_in=(), condition="pod-preemption-victim-terminating",
+        signatures=("requeue-loop-pending-preemption",),
+        mitigation_gate="FastQuotaReleaseInPodIntegration", gate_since="v0.17.0",
+        changelog="Pod integration: introduce the FastQuotaReleaseInPodIntegration feature gate (alpha, "
+                  "disabled by default) which allows to release quota as soon as all Pods in a group are "
+                  "terminating.",
+    ),
+    KnownIssue(
+        "misleading-max-capacity-multi-podset",
+        "Misleading `request > maximum capacity` with several pod sets",
+        "Before v0.15.0 the `insufficient quota ... request > maximum capacity` message compared only the "
+        "current pod set with the quota, ignoring what earlier pod sets of the same workload already took, "
+        "so the numbers in the message did not add up for multi-pod-set workloads.",
+        issues=("#4134",), prs=("#7232",), fixed_in=("v0.15.0",), condition="multi-podset-max-capacity",
+    ),
+)
+
+KNOWN_BY_ID: dict[str, KnownIssue] = {k.id: k for k in KNOWN_ISSUES}
