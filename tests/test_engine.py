@@ -1,0 +1,131 @@
+"""Engine isolation, skipping, selection, overrides and the ranking policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from kueuediag.check import Check, ev
+from kueuediag.config import Settings
+from kueuediag.engine import diagnose, matches, select_checks
+from kueuediag.errors import InputError
+from kueuediag.models import Confidence, Finding, Outcome, Severity
+from kueuediag.ranking import rank
+from kueuediag.snapshot.model import Part, Snapshot, load_snapshot
+from kueuediag.target import Target, resolve
+
+BASIC = str(Path(__file__).resolve().parent.parent / "fixtures" / "snapshots" / "basic")
+DOC = """Test check.
+
+    What it detects:
+        x
+    Why the workload stays pending:
+        x
+    Evidence:
+        x
+    How to fix:
+        x
+    Example:
+        x
+    """
+
+
+class Boom(Check):
+    __doc__ = DOC
+    code = "KD990"
+    name = "boom"
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        raise RuntimeError("kaboom")
+
+
+class NeedsMetrics(Check):
+    __doc__ = DOC
+    code = "KD991"
+    name = "needs-metrics"
+    requires: ClassVar[tuple[Part, ...]] = (Part.METRICS,)
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:  # pragma: no cover - skipped
+        return []
+
+
+class Fires(Check):
+    __doc__ = DOC
+    code = "KD992"
+    name = "fires"
+    options: ClassVar[dict[str, object]] = {"minutes": 5}
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        return [self.finding("waiting-for-quota", f"needs {self.opts['minutes']}", "m",
+                             evidence=[ev("derived", "x")])]
+
+
+@pytest.fixture(scope="module")
+def basic() -> tuple[Snapshot, Target]:
+    snap = load_snapshot(BASIC)
+    return snap, resolve(snap, "job/resnet-train", "team-a")
+
+
+def test_exception_becomes_errored_run_and_rest_goes_on(basic: tuple[Snapshot, Target]) -> None:
+    snap, target = basic
+    v = diagnose(snap, target, [Boom, NeedsMetrics, Fires], Settings())
+    runs = {r.code: r for r in v.runs}
+    assert runs["KD990"].outcome is Outcome.ERRORED and runs["KD990"].reason == "RuntimeError: kaboom"
+    assert runs["KD991"].outcome is Outcome.SKIPPED
+    assert runs["KD991"].reason == "no Prometheus metrics in this snapshot"
+    assert runs["KD992"].outcome is Outcome.FIRED
+    assert v.cause == "waiting-for-quota"
+
+
+def test_options_ignore_and_severity_override(basic: tuple[Snapshot, Target]) -> None:
+    snap, target = basic
+    v = diagnose(snap, target, [Fires], Settings(check_options={"KD992": {"minutes": 9}},
+                                                 severity={"KD992": Severity.CRITICAL}))
+    assert v.findings[0].finding.title == "needs 9" and v.findings[0].finding.severity is Severity.CRITICAL
+    v = diagnose(snap, target, [Fires], Settings(ignore=["waiting-for-quota"]))
+    assert v.findings == () and v.runs[0].outcome is Outcome.CLEAR
+    with pytest.raises(InputError, match="unknown option 'bogus'"):
+        select_checks([Fires], Settings(check_options={"KD992": {"bogus": 1}}))
+
+
+def test_selectors() -> None:
+    assert matches("KD9", Fires) and matches("KD9xx", Fires) and matches("kd992", Fires)
+    assert matches("fires", Fires) and matches("health", Fires)
+    assert not matches("KD1", Fires) and not matches("KD99", Fires)
+
+
+def _f(cause: str, sev: Severity, conf: Confidence = Confidence.HIGH, about: bool = True) -> Finding:
+    return Finding(code="KD100", check="t", cause=cause, title=cause, message="", severity=sev, confidence=conf,
+                   about_target=about)
+
+
+def test_ranking_policy_tiers_before_severity() -> None:
+    ranked = rank([
+        _f("guarantee-violation", Severity.HIGH),
+        _f("waiting-for-quota", Severity.MEDIUM),
+        _f("slow-preemption", Severity.MEDIUM),
+        _f("exceeds-max-quota", Severity.LOW),
+        _f("controller-unhealthy", Severity.CRITICAL, about=False),
+        _f("zombie-pods", Severity.HIGH),
+    ])
+    assert [r.finding.cause for r in ranked] == [
+        "exceeds-max-quota", "slow-preemption", "waiting-for-quota", "guarantee-violation", "zombie-pods",
+        "controller-unhealthy",
+    ]
+    assert [r.rank for r in ranked] == [1, 2, 3, 4, 5, 6]
+
+
+def test_info_findings_never_outrank_real_ones() -> None:
+    ranked = rank([_f("slow-preemption", Severity.INFO), _f("guarantee-violation", Severity.MEDIUM)])
+    assert ranked[0].finding.cause == "guarantee-violation"
+
+
+def test_guarantee_violation_headline_mentions_root_cause(basic: tuple[Snapshot, Target]) -> None:
+    from kueuediag.engine import headline, workload_info
+
+    snap, target = basic
+    ranked = rank([_f("guarantee-violation", Severity.HIGH), _f("fragmentation", Severity.HIGH)])
+    text = headline(ranked, workload_info(snap, target))
+    assert "fragmentation" in text and "explains the guarantee violation" in text
