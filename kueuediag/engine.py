@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from kueuediag import __version__  # noqa: F401  (re-exported for renderers)
 from kueuediag.causes import BY_SLUG, Tier
@@ -56,7 +57,7 @@ def select_checks(classes: Sequence[type[Check]], settings: Settings) -> list[Ch
 
 
 def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
-    base = {"code": check.code, "check": check.name, "family": check.family()}
+    base: dict[str, Any] = {"code": check.code, "check": check.name, "family": check.family()}
     for part in check.requires:
         why = snap.part_unavailable(part)
         if why:

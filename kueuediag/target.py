@@ -160,9 +160,9 @@ def workload_for_owner(snap: Snapshot, owner: dict[str, Any]) -> WorkloadView | 
     uid, ns = m.get("uid"), m.get("namespace")
     if uid:
         by_label = snap.memo("workloads-by-job-uid", lambda: {
-            (w.namespace, w.labels.get("kueue.x-k8s.io/job-uid")): w for w in workloads(snap)
+            (w.namespace, w.labels.get("kueue.x-k8s.io/job-uid", "")): w for w in workloads(snap)
             if w.labels.get("kueue.x-k8s.io/job-uid")})
-        hit = by_label.get((ns, uid))
+        hit = by_label.get((str(ns or ""), str(uid)))
         if hit:
             return hit
         for child in snap.children(uid):
@@ -172,7 +172,7 @@ def workload_for_owner(snap: Snapshot, owner: dict[str, Any]) -> WorkloadView | 
     prebuilt = (m.get("labels") or {}).get("kueue.x-k8s.io/prebuilt-workload-name") or (
         m.get("annotations") or {}).get("kueue.x-k8s.io/prebuilt-workload-name")
     if prebuilt and ns:
-        return workload(snap, ns, prebuilt)
+        return workload(snap, str(ns), str(prebuilt))
     return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 
@@ -16,7 +17,7 @@ def register(app: typer.Typer) -> None:
         """List every check: code, name, family, what it needs."""
         from kueuediag.registry import discover
 
-        rows = []
+        rows: list[dict[str, Any]] = []
         for cls in discover():
             doc = cls.doc()
             rows.append({

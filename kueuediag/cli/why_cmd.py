@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -26,7 +27,7 @@ def diagnose_and_print(
     exit_zero: bool,
     no_color: bool,
     verbose: bool,
-    live: dict[str, object] | None = None,
+    live: dict[str, Any] | None = None,
 ) -> int:
     """The body of `why` and `demo`; returns the exit code."""
     from kueuediag.config import load_settings
@@ -59,7 +60,7 @@ def diagnose_and_print(
     else:
         from kueuediag.live import LiveOptions, live_snapshot_for_why
 
-        opts = LiveOptions(**(live or {}))  # type: ignore[arg-type]
+        opts = LiveOptions(**(live or {}))
         snap = live_snapshot_for_why(target, namespace, opts)
         if moment is not None:
             snap.now = moment
@@ -111,7 +112,7 @@ def register(app: typer.Typer) -> None:
         save: str | None = typer.Option(None, "--save", help="Live: also write what was collected (dir/.tar.gz)."),
     ) -> None:
         """Explain why a workload is pending: a ranked verdict with evidence and remediation."""
-        live = None
+        live: dict[str, Any] | None = None
         if source is None:
             live = {
                 "kubeconfig": kubeconfig, "context": context, "kueue_namespace": kueue_namespace,

@@ -23,7 +23,6 @@ _LAYER_STYLE = {"submission": "magenta", "kueue": "blue", "kubernetes": "green",
 
 def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None, verbose: bool = False) -> str:
     from rich.console import Console
-    from rich.markup import escape
     from rich.panel import Panel
     from rich.text import Text
 
@@ -69,17 +68,19 @@ def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None,
     clear = [r for r in v.runs if r.outcome is Outcome.CLEAR]
     if clear:
         console.print(Text("Ruled out", style="bold underline"))
-        for r in clear:
-            console.print(Text(f"   ✓ {r.code} {r.check}" + (f" — {r.reason}" if r.reason else ""), style="green"))
+        for run in clear:
+            console.print(Text(f"   ✓ {run.code} {run.check}" + (f" — {run.reason}" if run.reason else ""),
+                               style="green"))
     not_checked = [r for r in v.runs if r.outcome in (Outcome.SKIPPED, Outcome.ERRORED)]
     if not_checked or v.snapshot_errors:
         console.print(Text("Could not check", style="bold underline"))
-        for r in not_checked:
-            mark = "!" if r.outcome is Outcome.ERRORED else "-"
-            style = "red" if r.outcome is Outcome.ERRORED else "yellow"
-            console.print(Text(f"   {mark} {r.code} {r.check} {r.outcome.value}: ", style=style) + Text(r.reason))
-        for e in v.snapshot_errors:
-            console.print(Text(f"   - not collected: {escape(e)}", style="yellow"))
+        for run in not_checked:
+            mark = "!" if run.outcome is Outcome.ERRORED else "-"
+            style = "red" if run.outcome is Outcome.ERRORED else "yellow"
+            console.print(Text(f"   {mark} {run.code} {run.check} {run.outcome.value}: ", style=style)
+                          + Text(run.reason))
+        for err in v.snapshot_errors:
+            console.print(Text(f"   - not collected: {err}", style="yellow"))
     if verbose:
         total = sum(r.duration_ms for r in v.runs)
         console.print(Text(f"checks ran in {total:.1f} ms", style="dim"))

@@ -59,7 +59,7 @@ def labels(obj: dict[str, Any]) -> dict[str, str]:
     return meta(obj).get("labels") or {}
 
 
-def annotations(obj: dict[str, Any]) -> dict[str, str]:
+def annotations(obj: dict[str, Any]) -> dict[str, str]:  # type: ignore[no-redef]
     return meta(obj).get("annotations") or {}
 
 
