@@ -225,7 +225,7 @@ class KubeClient:
             q.append(("limitBytes", str(limit_bytes)))
         return self.get_raw(path, q).body.decode("utf-8", errors="replace")
 
-    def list(
+    def list_items(
         self,
         path: str,
         *,
@@ -377,9 +377,11 @@ def _short(exc: BaseException) -> str:
 # --- the kubernetes package, imported only here --------------------------------------------------------
 def _load_api_client(kubeconfig: str | None, context: str | None) -> tuple[Any, str | None, str | None]:
     """(ApiClient, cluster name, context namespace). Raises ClusterUnavailable with a one-line reason."""
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-    from kubernetes.config.config_exception import ConfigException
+    import importlib
+
+    k8s_client: Any = importlib.import_module("kubernetes.client")
+    k8s_config: Any = importlib.import_module("kubernetes.config")
+    ConfigException: Any = importlib.import_module("kubernetes.config.config_exception").ConfigException
 
     cfg = k8s_client.Configuration()
     cfg.retries = False  # retries are ours (bounded, Retry-After aware)

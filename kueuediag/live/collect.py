@@ -1,0 +1,616 @@
+"""Collect a RawSnapshot from a live cluster: scoped to one target (`why`) or cluster-wide (`snapshot`).
+
+What is read, and why (issue 4):
+
+* the target's namespace: Namespace, LocalQueues, Workloads, Jobs, Pods, Events (and the owners of its
+  Workloads, e.g. a JobSet, fetched by GET through discovery);
+* all cluster-scoped Kueue objects (ClusterQueues, Cohorts, ResourceFlavors, Topologies, priority classes,
+  AdmissionChecks): small, and the cohort tree can only be computed from all of them;
+* the Workloads of every ClusterQueue in the target's cohort tree (one paginated cluster-wide LIST, filtered);
+* the nodes selected by the tree's flavors (one LIST per distinct nodeLabels selector) and the pods bound to
+  them (ONE paginated LIST with ``fieldSelector=spec.nodeName!=,...``, filtered client-side);
+* the visibility API's pending positions for the ClusterQueue and the LocalQueue;
+* the Kueue controller pods and Deployments, and the last ``--since`` of the manager's logs;
+* Prometheus range queries when ``--prometheus-url`` is given.
+
+A 403 on any part is recorded in the manifest ``errors`` ({what, error}) and the rest continues; the
+engine then skips the checks that need that part. The ``what`` text names the part with the words
+:meth:`Snapshot.part_unavailable` looks for, and deliberately avoids those words for failures that do not
+make a whole part unusable (e.g. other namespaces' Workloads for a researcher with namespace-only read).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any, TypeVar
+
+from kueuediag.live.kube import (
+    KUEUE_GROUP,
+    VISIBILITY_GROUP,
+    DeadlineExceeded,
+    Forbidden,
+    KubeClient,
+    KubeError,
+    NotFound,
+    resource_path,
+)
+from kueuediag.live.options import LiveOptions
+from kueuediag.live.sanitize import sanitize_object
+from kueuediag.snapshot.reader import FORMAT, RawSnapshot
+
+T = TypeVar("T")
+
+KUEUE_CLUSTER_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "Topology", "WorkloadPriorityClass",
+                       "AdmissionCheck", "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster")
+KUEUE_PLURALS = {
+    "ClusterQueue": "clusterqueues", "Cohort": "cohorts", "ResourceFlavor": "resourceflavors",
+    "Topology": "topologies", "WorkloadPriorityClass": "workloadpriorityclasses",
+    "AdmissionCheck": "admissionchecks", "ProvisioningRequestConfig": "provisioningrequestconfigs",
+    "MultiKueueConfig": "multikueueconfigs", "MultiKueueCluster": "multikueueclusters",
+    "LocalQueue": "localqueues", "Workload": "workloads",
+}
+MAX_LOG_BYTES = 32 * 1024 * 1024
+MAX_VISIBILITY_QUEUES = 200
+"""`snapshot` asks the visibility API about at most this many queues (one request each)."""
+
+
+class Collector:
+    """Accumulates objects, metrics, logs and per-part errors from one client."""
+
+    def __init__(self, client: KubeClient, options: LiveOptions) -> None:
+        self.client = client
+        self.options = options
+        self.objects: dict[tuple[str, str | None, str], dict[str, Any]] = {}
+        self.errors: list[dict[str, str]] = []
+        self.notes: list[str] = []
+        self.metrics: dict[str, str] = {}
+        self.logs: dict[str, str] = {}
+        self.out_of_time = False
+        self.kueue_version_api = "v1beta2"
+        self.kueue_resources: dict[str, dict[str, Any]] = {}
+        self.kueue_image_version: str | None = None
+        self.started = time.monotonic()
+        self.captured_at = datetime.now(UTC).replace(microsecond=0)
+
+    # --- bookkeeping ------------------------------------------------------------------------------------
+    def add(self, objs: Iterable[dict[str, Any]]) -> None:
+        for obj in objs:
+            meta = obj.get("metadata") or {}
+            if not obj.get("kind") or not meta.get("name"):
+                continue
+            if obj.get("kind") == "Secret":
+                continue
+            key = (str(obj["kind"]), meta.get("namespace"), str(meta["name"]))
+            self.objects[key] = sanitize_object(obj)
+
+    def error(self, what: str, error: str) -> None:
+        entry = {"what": what, "error": error}
+        if entry not in self.errors:
+            self.errors.append(entry)
+
+    def attempt(self, what: str, need: str, fn: Callable[[], T], *, soft: bool = False) -> T | None:
+        """Run one read; record 403/timeouts/errors under `what` and return None instead of raising.
+
+        `soft` failures (extras that do not make a snapshot part unusable) go to manifest notes.
+        """
+        report = self.note if soft else self.error
+        if self.out_of_time:
+            report(what, "not collected: --timeout reached")
+            return None
+        try:
+            return fn()
+        except Forbidden:
+            report(what, f"forbidden: need {need}")
+        except NotFound as exc:
+            self.note(what, f"not found ({exc.path})")
+        except DeadlineExceeded:
+            self.out_of_time = True
+            report(what, "not collected: --timeout reached")
+        except KubeError as exc:
+            report(what, f"HTTP {exc.status}{': ' + exc.message if exc.message else ''}")
+        return None
+
+    def note(self, what: str, error: str) -> None:
+        self.notes.append(f"{what}: {error}")
+
+    def lst(self, what: str, need: str, path: str, soft: bool = False, **kw: Any) -> list[dict[str, Any]] | None:
+        self.options.say(f"listing {what}")
+        result = self.attempt(what, need, lambda: self.client.list_items(path, **kw), soft=soft)
+        if result is not None:
+            self.add(result)
+        return result
+
+    def _get_add(self, path: str, kind: str, api_version: str) -> None:
+        self.add([_with_kind(self.client.get(path), kind, api_version)])
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [o for (k, _, _), o in self.objects.items() if k == kind]
+
+    # --- discovery -------------------------------------------------------------------------------------
+    def discover(self) -> None:
+        self.options.say("discovering the Kueue API")
+        self.kueue_version_api = self.client.kueue_version()
+        resources = self.attempt("Kueue API discovery", "get /apis/kueue.x-k8s.io",
+                                 lambda: self.client.resources(KUEUE_GROUP, self.kueue_version_api))
+        self.kueue_resources = resources or {k: {"name": p} for k, p in KUEUE_PLURALS.items()}
+
+    def kueue_path(self, kind: str, namespace: str | None = None, name: str | None = None) -> str | None:
+        res = self.kueue_resources.get(kind)
+        if res is None:
+            return None
+        return resource_path(KUEUE_GROUP, self.kueue_version_api, str(res.get("name") or KUEUE_PLURALS[kind]),
+                             namespace, name)
+
+    def api_version(self) -> str:
+        return f"{KUEUE_GROUP}/{self.kueue_version_api}"
+
+    # --- building blocks -------------------------------------------------------------------------------
+    def kueue_cluster_objects(self) -> None:
+        for kind in KUEUE_CLUSTER_KINDS:
+            path = self.kueue_path(kind)
+            if path is None:
+                continue
+            plural = KUEUE_PLURALS[kind]
+            what = f"{plural} (list)"
+            if kind in ("Cohort", "Topology", "WorkloadPriorityClass", "AdmissionCheck",
+                        "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "ResourceFlavor"):
+                what = f"Kueue {plural} (list)"
+            self.lst(what, f"list {plural}.kueue.x-k8s.io", path, kind=kind, api_version=self.api_version())
+        self.lst("Kueue priorityclasses (list)", "list priorityclasses.scheduling.k8s.io",
+                 "/apis/scheduling.k8s.io/v1/priorityclasses", kind="PriorityClass",
+                 api_version="scheduling.k8s.io/v1")
+
+    def namespace_objects(self, ns: str) -> None:
+        self.attempt(f"namespace {ns} (get)", "get namespaces",
+                     lambda: self.add([_with_kind(self.client.get(resource_path("", "v1", "namespaces", None, ns)),
+                                                  "Namespace", "v1")]))
+        lq = self.kueue_path("LocalQueue", ns)
+        if lq:
+            self.lst(f"localqueues in {ns} (list)", f"list localqueues.kueue.x-k8s.io in {ns}", lq,
+                     kind="LocalQueue", api_version=self.api_version())
+        wl = self.kueue_path("Workload", ns)
+        if wl:
+            self.lst(f"workloads in {ns} (list)", f"list workloads.kueue.x-k8s.io in {ns}", wl,
+                     kind="Workload", api_version=self.api_version())
+        self.lst(f"jobs in {ns} (list)", f"list jobs.batch in {ns}",
+                 resource_path("batch", "v1", "jobs", ns), kind="Job", api_version="batch/v1")
+        self.lst(f"pods in {ns} (list)", f"list pods in {ns}", resource_path("", "v1", "pods", ns),
+                 kind="Pod", api_version="v1")
+        self.lst(f"events in {ns} (list)", f"list events in {ns}", resource_path("", "v1", "events", ns),
+                 kind="Event", api_version="v1")
+
+    def workload_owners(self, namespaces: set[str] | None = None) -> None:
+        """GET the owners of Workloads that are not Jobs/Pods (JobSet, RayJob, ...), via discovery."""
+        have = {(k, ns, n) for (k, ns, n) in self.objects}
+        wanted: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for w in self.of_kind("Workload"):
+            ns = (w.get("metadata") or {}).get("namespace")
+            if namespaces is not None and ns not in namespaces:
+                continue
+            for ref in (w.get("metadata") or {}).get("ownerReferences") or ():
+                kind, api, name = ref.get("kind"), ref.get("apiVersion"), ref.get("name")
+                if not (kind and api and name and ns) or (kind, ns, name) in have:
+                    continue
+                wanted.setdefault((str(api), str(kind)), []).append((str(ns), str(name)))
+        plurals: dict[str, dict[str, dict[str, Any]]] = {}
+        for (api, kind), refs in sorted(wanted.items()):
+            group, _, version = api.rpartition("/")
+            if api not in plurals:
+                found = self.attempt(f"{kind} owners (discovery)", f"get /apis/{api}",
+                                     partial(self.client.resources, group, version))
+                plurals[api] = found or {}
+            res = plurals[api].get(kind)
+            if not res:
+                continue
+            for ns, name in refs[:50]:
+                path = resource_path(group, version, str(res["name"]), ns, name)
+                self.attempt(f"{kind} {ns}/{name} (get)", f"get {res['name']}.{group or 'core'}",
+                             partial(self._get_add, path, kind, api))
+
+    def cluster_workloads(self, cq_names: set[str], namespaces_done: set[str]) -> None:
+        """Workloads (and LocalQueues) of the given ClusterQueues across all namespaces: one paginated LIST."""
+        lq_path, wl_path = self.kueue_path("LocalQueue"), self.kueue_path("Workload")
+        if not (lq_path and wl_path) or not cq_names:
+            return
+        what = "cohort-wide usage (all namespaces)"
+        need = "list localqueues.kueue.x-k8s.io and workloads.kueue.x-k8s.io across all namespaces"
+        self.options.say("listing Workloads of the cohort's ClusterQueues")
+        lqs = self.attempt(what, need, lambda: self.client.list_items(lq_path, kind="LocalQueue",
+                                                                   api_version=self.api_version()))
+        if lqs is None:
+            return
+        lq_cq = {((q.get("metadata") or {}).get("namespace"), (q.get("metadata") or {}).get("name")):
+                 (q.get("spec") or {}).get("clusterQueue") for q in lqs}
+        wls = self.attempt(what, need, lambda: self.client.list_items(wl_path, kind="Workload",
+                                                                   api_version=self.api_version()))
+        if wls is None:
+            return
+        keep_lq = [q for q in lqs if lq_cq.get(_nsname(q)) in cq_names]
+        keep_wl = [w for w in wls if _workload_cq(w, lq_cq) in cq_names]
+        self.add(keep_lq)
+        self.add(keep_wl)
+
+    def nodes_and_bound_pods(self, flavor_names: set[str] | None) -> None:
+        """Nodes selected by the flavors (all nodes when None) and the non-terminal pods bound to them."""
+        selectors: set[str] = set()
+        everything = flavor_names is None
+        flavors = {(f.get("metadata") or {}).get("name"): f for f in self.of_kind("ResourceFlavor")}
+        for name in sorted(flavor_names or ()):
+            f = flavors.get(name)
+            labels = ((f or {}).get("spec") or {}).get("nodeLabels") or {}
+            if not labels:
+                everything = True
+                break
+            selectors.add(",".join(f"{k}={v}" for k, v in sorted(labels.items())))
+        node_path = resource_path("", "v1", "nodes")
+        got_nodes = False
+        if everything:
+            got_nodes = self.lst("nodes (list)", "list nodes", node_path, kind="Node", api_version="v1") is not None
+        else:
+            for sel in sorted(selectors):
+                if self.lst("nodes (list)", "list nodes", node_path, label_selector=sel, kind="Node",
+                            api_version="v1") is not None:
+                    got_nodes = True
+        if not got_nodes:
+            return
+        node_names = {n for (k, _, n) in self.objects if k == "Node"}
+        if not node_names:
+            return
+        self.options.say(f"listing pods bound to {len(node_names)} nodes")
+        pods = self.attempt("pods bound to the flavors' machines (list, all namespaces)",
+                            "list pods across all namespaces",
+                            lambda: self.client.list_items(
+                                resource_path("", "v1", "pods"),
+                                field_selector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+                                kind="Pod", api_version="v1"))
+        if pods is not None:
+            self.add(p for p in pods if (p.get("spec") or {}).get("nodeName") in node_names)
+
+    def cluster_scoped_events(self, kind: str, names: Iterable[str]) -> None:
+        for name in sorted(set(names))[:20]:
+            sel = f"involvedObject.kind={kind},involvedObject.name={name}"
+            self.lst(f"events of {kind} {name} (list, all namespaces)", "list events across all namespaces",
+                     resource_path("", "v1", "events"), soft=True, field_selector=sel, kind="Event",
+                     api_version="v1")
+
+    def visibility(self, cluster_queues: Iterable[str], local_queues: Iterable[tuple[str, str]]) -> None:
+        what = "visibility API (pending positions)"
+        versions = self.attempt(what, "get /apis/visibility.kueue.x-k8s.io",
+                                lambda: self.client.group_versions(VISIBILITY_GROUP))
+        if versions is None:
+            return
+        if not versions:
+            self.notes.append("visibility API (visibility.kueue.x-k8s.io) is not served: no pending positions")
+            return
+        version = "v1beta2" if "v1beta2" in versions else versions[0]
+        api = f"{VISIBILITY_GROUP}/{version}"
+        for cq in sorted(set(cluster_queues))[:MAX_VISIBILITY_QUEUES]:
+            path = f"/apis/{api}/clusterqueues/{cq}/pendingworkloads"
+            doc = self.attempt(f"{what}: ClusterQueue {cq}", f"get clusterqueues/pendingworkloads ({cq})",
+                               partial(self.client.get, path, [("limit", "1000")]))
+            if doc is not None:
+                self.add([_summary(doc, api, cq, None, "ClusterQueue")])
+        for ns, lq in sorted(set(local_queues))[:MAX_VISIBILITY_QUEUES]:
+            path = f"/apis/{api}/namespaces/{ns}/localqueues/{lq}/pendingworkloads"
+            doc = self.attempt(f"{what}: LocalQueue {ns}/{lq}",
+                               f"get localqueues/pendingworkloads in {ns}",
+                               partial(self.client.get, path, [("limit", "1000")]))
+            if doc is not None:
+                self.add([_summary(doc, api, lq, ns, "LocalQueue")])
+        # Rewrite errors so that a forbidden visibility call never names a snapshot part.
+        for e in self.errors:
+            if e["what"].startswith(what):
+                e["what"] = e["what"].replace("ClusterQueue", "queue").replace("LocalQueue", "queue")
+
+    def controller(self) -> None:
+        ns = self.options.kueue_namespace
+        self.options.say(f"reading the Kueue controller in {ns}")
+        pods = self.lst(f"controller status (list in {ns})", f"list pods and deployments in {ns}",
+                        resource_path("", "v1", "pods", ns), kind="Pod", api_version="v1")
+        self.lst(f"controller status (list in {ns})", f"list pods and deployments in {ns}",
+                 resource_path("apps", "v1", "deployments", ns), kind="Deployment", api_version="apps/v1")
+        for dep in self.of_kind("Deployment"):
+            for c in ((((dep.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or ()):
+                tag = _image_version(str(c.get("image") or ""))
+                if tag and "kueue" in str(c.get("image")):
+                    self.kueue_image_version = self.kueue_image_version or tag
+        if not pods:
+            if pods is not None:
+                self.notes.append(f"no pods in {ns}: is Kueue installed there? (use --kueue-namespace)")
+            return
+        managers = [p for p in pods if _is_manager(p)] or [p for p in pods if _phase(p) == "Running"]
+        since = max(1, int(self.options.since.total_seconds()))
+        for pod in managers[:5]:
+            pname = (pod.get("metadata") or {}).get("name") or ""
+            containers = ((pod.get("spec") or {}).get("containers") or [])
+            names = [str(c.get("name")) for c in containers]
+            container = "manager" if "manager" in names else (names[0] if names else None)
+            for c in containers:
+                tag = _image_version(str(c.get("image") or ""))
+                if tag and c.get("name") == container:
+                    self.kueue_image_version = self.kueue_image_version or tag
+            if container is None:
+                continue
+            path = resource_path("", "v1", "pods", ns, pname) + "/log"
+            q = [("container", container), ("sinceSeconds", str(since))]
+            text = self.attempt(f"Kueue manager logs ({ns}/{pname})", f"get pods/log in {ns}",
+                                partial(self.client.get_text, path, q, limit_bytes=MAX_LOG_BYTES))
+            if text is not None:
+                self.logs[f"logs/{ns}/{pname}/{container}.log"] = text
+
+    # --- result ----------------------------------------------------------------------------------------
+    def raw(self, namespaces: list[str] | None) -> RawSnapshot:
+        manifest: dict[str, Any] = {
+            "format": FORMAT,
+            "capturedAt": self.captured_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "cluster": self.client.cluster,
+            "kueueVersion": self.kueue_image_version,
+            "kueueApiVersion": self.api_version(),
+            "errors": list(self.errors),
+            "collector": {
+                "tool": "kueuediag",
+                "requests": self.client.stats.requests,
+                "bytes": self.client.stats.bytes,
+                "retries": self.client.stats.retries,
+                "seconds": round(time.monotonic() - self.started, 2),
+            },
+        }
+        if namespaces is not None:
+            manifest["namespaces"] = sorted(namespaces)
+        if self.notes:
+            manifest["notes"] = list(dict.fromkeys(self.notes))
+        objs = [self.objects[k] for k in sorted(self.objects, key=lambda k: (k[0], k[1] or "", k[2]))]
+        return RawSnapshot(source=f"live:{self.client.cluster or 'cluster'}", manifest=manifest, objects=objs,
+                           metrics=dict(self.metrics), logs=dict(self.logs))
+
+
+# --- public entry points -----------------------------------------------------------------------------------
+def make_client(options: LiveOptions) -> KubeClient:
+    return KubeClient.from_kubeconfig(options.kubeconfig, options.context, timeout=options.timeout,
+                                      request_timeout=options.request_timeout)
+
+
+def collect(target: str, namespace: str | None, options: LiveOptions,
+            client: KubeClient | None = None) -> RawSnapshot:
+    """Collect what diagnosing `target` needs (see the module docstring). Raises ClusterUnavailable
+    (incl. KueueNotInstalled) only when nothing useful can be read at all."""
+    client = client or make_client(options)
+    c = Collector(client, options)
+    c.discover()
+    ns = namespace or options.namespace or client.default_namespace or "default"
+    c.namespace_objects(ns)
+    c.workload_owners({ns})
+    c.kueue_cluster_objects()
+
+    # The target's ClusterQueue(s): resolved from the namespace's objects (no CQ list needed).
+    targets = _target_workloads(c, target, ns)
+    lq_cq = {_nsname(q): (q.get("spec") or {}).get("clusterQueue") for q in c.of_kind("LocalQueue")}
+    cqs: set[str] = set()
+    lqs: set[tuple[str, str]] = set()
+    for w in targets:
+        cq = _workload_cq(w, lq_cq)
+        if cq:
+            cqs.add(cq)
+        qn = (w.get("spec") or {}).get("queueName")
+        if qn:
+            lqs.add((ns, str(qn)))
+    if not targets:  # unknown target: keep the scope to the namespace's queues
+        cqs = {str(v) for v in lq_cq.values() if v}
+        lqs = {(str(k[0]), str(k[1])) for k in lq_cq}
+    _fetch_missing_cluster_queues(c, cqs)
+
+    tree_cqs = _cohort_tree_cluster_queues(c, cqs)
+    c.cluster_workloads(tree_cqs, {ns})
+    flavors = _flavors_of(c, tree_cqs)
+    c.nodes_and_bound_pods(flavors)
+    c.cluster_scoped_events("ClusterQueue", cqs)
+    c.visibility(cqs, lqs)
+    c.controller()
+    _metrics(c, options)
+    c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
+    for rec in client.log:
+        c.options.verbose_line(f"  {rec.method} {rec.path} → {rec.status or 'ERR'} {rec.bytes}B {rec.seconds}s")
+    return c.raw([ns])
+
+
+def collect_cluster(namespaces: list[str] | None, since: timedelta | None, options: LiveOptions,
+                    client: KubeClient | None = None) -> RawSnapshot:
+    """Cluster-wide Kueue state for `kueuediag snapshot` (namespaces=None: all namespaces, `-A`)."""
+    if since is not None:
+        options.since = since
+    client = client or make_client(options)
+    c = Collector(client, options)
+    c.discover()
+    c.kueue_cluster_objects()
+    if namespaces is None:
+        c.lst("namespaces (list)", "list namespaces", resource_path("", "v1", "namespaces"),
+              kind="Namespace", api_version="v1")
+        for kind in ("LocalQueue", "Workload"):
+            path = c.kueue_path(kind)
+            if path:
+                plural = KUEUE_PLURALS[kind]
+                c.lst(f"{plural} (list)", f"list {plural}.kueue.x-k8s.io", path, kind=kind,
+                      api_version=c.api_version())
+        managed = sorted({str((q.get("metadata") or {}).get("namespace")) for q in c.of_kind("LocalQueue")})
+        for ns in managed:
+            c.lst(f"jobs in {ns} (list)", f"list jobs.batch in {ns}",
+                  resource_path("batch", "v1", "jobs", ns), kind="Job", api_version="batch/v1")
+            c.lst(f"pods in {ns} (list)", f"list pods in {ns}", resource_path("", "v1", "pods", ns),
+                  kind="Pod", api_version="v1")
+            c.lst(f"events in {ns} (list)", f"list events in {ns}", resource_path("", "v1", "events", ns),
+                  kind="Event", api_version="v1")
+        c.workload_owners()
+    else:
+        for ns in namespaces:
+            c.namespace_objects(ns)
+        c.workload_owners(set(namespaces))
+    c.nodes_and_bound_pods(None)
+    cq_names = {n for (k, _, n) in c.objects if k == "ClusterQueue"}
+    c.cluster_scoped_events("ClusterQueue", cq_names)
+    c.visibility(cq_names, {(str(k[1]), k[2]) for k in c.objects if k[0] == "LocalQueue"})
+    c.controller()
+    _metrics(c, options)
+    c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
+    return c.raw(sorted(namespaces) if namespaces is not None else None)
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+def _metrics(c: Collector, options: LiveOptions) -> None:
+    if not options.prometheus_url:
+        return
+    from kueuediag.live.prom import collect_metrics
+
+    options.say("querying Prometheus")
+    end = c.captured_at
+    remaining = c.client.remaining()
+    if remaining <= 0:
+        c.error("Prometheus metrics", "not collected: --timeout reached")
+        return
+    result = collect_metrics(options, end - options.since, end, deadline_seconds=remaining)
+    c.metrics.update(result.files)
+    c.notes.extend(result.notes)
+    for what, err in result.errors:
+        c.error(what, err)
+
+
+def _target_workloads(c: Collector, target: str, ns: str) -> list[dict[str, Any]]:
+    kind, _, name = target.strip().rpartition("/")
+    kind = kind.split(".")[0].lower()
+    out = []
+    for w in c.of_kind("Workload"):
+        m = w.get("metadata") or {}
+        if m.get("namespace") != ns:
+            continue
+        if m.get("name") == name and kind in ("", "workload", "workloads", "wl", "kwl"):
+            out.append(w)
+            continue
+        for ref in m.get("ownerReferences") or ():
+            if ref.get("name") == name and (not kind or str(ref.get("kind", "")).lower() == kind.rstrip("s")
+                                            or kind in ("po", "pod", "pods")):
+                out.append(w)
+                break
+    if not out and kind in ("", "pod", "pods", "po"):
+        pod = c.objects.get(("Pod", ns, name))
+        if pod is not None:
+            pm = pod.get("metadata") or {}
+            wl_name = (pm.get("annotations") or {}).get("kueue.x-k8s.io/workload") or (
+                pm.get("labels") or {}).get("kueue.x-k8s.io/pod-group-name")
+            owners = {r.get("uid") for r in pm.get("ownerReferences") or ()}
+            for w in c.of_kind("Workload"):
+                wm = w.get("metadata") or {}
+                if wm.get("namespace") == ns and (wm.get("name") == wl_name or
+                                                  (wm.get("labels") or {}).get("kueue.x-k8s.io/job-uid") in owners):
+                    out.append(w)
+    if not out:  # job-like target whose Workload links only by the job-uid label
+        for k2, ns2, n2 in list(c.objects):
+            if ns2 == ns and n2 == name and k2 not in ("Workload", "Event"):
+                uid = (c.objects[(k2, ns2, n2)].get("metadata") or {}).get("uid")
+                out.extend(w for w in c.of_kind("Workload")
+                           if uid and (w.get("metadata") or {}).get("labels", {}).get("kueue.x-k8s.io/job-uid") == uid)
+    return out
+
+
+def _fetch_missing_cluster_queues(c: Collector, cqs: set[str]) -> None:
+    """When the ClusterQueue LIST was forbidden, a GET of the one ClusterQueue may still be allowed."""
+    have = {n for (k, _, n) in c.objects if k == "ClusterQueue"}
+    for cq in sorted(cqs - have):
+        path = c.kueue_path("ClusterQueue", None, cq)
+        if path is None:
+            continue
+        try:
+            c.add([_with_kind(c.client.get(path), "ClusterQueue", c.api_version())])
+        except (KubeError, DeadlineExceeded):
+            continue
+        # The GET worked: the target's ClusterQueue is visible, so the part is usable.
+        c.errors = [e for e in c.errors if e["what"] != "clusterqueues (list)"]
+        c.notes.append("clusterqueues (list) forbidden; read the target's ClusterQueue by GET")
+
+
+def _cohort_of(cq: dict[str, Any]) -> str | None:
+    spec = cq.get("spec") or {}
+    value = spec.get("cohortName") or spec.get("cohort")
+    return str(value) if value else None
+
+
+def _cohort_tree_cluster_queues(c: Collector, cqs: set[str]) -> set[str]:
+    by_name = {(o.get("metadata") or {}).get("name"): o for o in c.of_kind("ClusterQueue")}
+    parents = {str((o.get("metadata") or {}).get("name")): (o.get("spec") or {}).get("parentName")
+               for o in c.of_kind("Cohort")}
+
+    def root(cohort: str) -> str:
+        seen: set[str] = set()
+        while parents.get(cohort) and cohort not in seen:
+            seen.add(cohort)
+            cohort = str(parents[cohort])
+        return cohort
+
+    roots = {root(co) for cq in cqs if (co := _cohort_of(by_name.get(cq) or {}))}
+    out = set(cqs)
+    for name, obj in by_name.items():
+        co = _cohort_of(obj)
+        if co and root(co) in roots and name:
+            out.add(str(name))
+    return out
+
+
+def _flavors_of(c: Collector, cqs: set[str]) -> set[str] | None:
+    """Flavor names used by the ClusterQueues; None (all nodes) when a ClusterQueue is not visible."""
+    by_name = {(o.get("metadata") or {}).get("name"): o for o in c.of_kind("ClusterQueue")}
+    out: set[str] = set()
+    for cq in cqs:
+        obj = by_name.get(cq)
+        if obj is None:
+            return None
+        for rg in (obj.get("spec") or {}).get("resourceGroups") or ():
+            for f in rg.get("flavors") or ():
+                if f.get("name"):
+                    out.add(str(f["name"]))
+    return out
+
+
+def _workload_cq(w: dict[str, Any], lq_cq: dict[tuple[Any, Any], Any]) -> str | None:
+    adm = ((w.get("status") or {}).get("admission") or {}).get("clusterQueue")
+    if adm:
+        return str(adm)
+    ns = (w.get("metadata") or {}).get("namespace")
+    cq = lq_cq.get((ns, (w.get("spec") or {}).get("queueName")))
+    return str(cq) if cq else None
+
+
+def _nsname(obj: dict[str, Any]) -> tuple[Any, Any]:
+    m = obj.get("metadata") or {}
+    return m.get("namespace"), m.get("name")
+
+
+def _with_kind(obj: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
+    obj.setdefault("kind", kind)
+    obj.setdefault("apiVersion", api_version)
+    return obj
+
+
+def _summary(doc: dict[str, Any], api: str, name: str, namespace: str | None, queue_kind: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {"kueuediag.io/queue-kind": queue_kind}}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": api, "kind": "PendingWorkloadsSummary", "metadata": meta,
+            "items": list(doc.get("items") or [])}
+
+
+def _is_manager(pod: dict[str, Any]) -> bool:
+    m = pod.get("metadata") or {}
+    labels = m.get("labels") or {}
+    return (labels.get("control-plane") == "controller-manager" or "controller-manager" in str(m.get("name"))
+            or labels.get("app.kubernetes.io/component") == "controller")
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def _image_version(image: str) -> str | None:
+    tag = image.rpartition(":")[2] if ":" in image.rpartition("/")[2] else ""
+    tag = tag.split("@")[0]
+    return tag if tag.startswith("v") and any(ch.isdigit() for ch in tag) else None

@@ -1,0 +1,372 @@
+"""`--redact`: consistent pseudonyms that keep the diagnosis.
+
+Replaced: namespaces, object names, node names, label and annotation values, image names and the cluster
+name. Every identifier maps to one pseudonym for the whole snapshot (``team-a`` → ``ns-1`` wherever it
+appears: metadata, ``spec.queueName``, ``LocalQueue.spec.clusterQueue``, ``cohortName``, ``nodeName``,
+ownerReferences, flavor names in ClusterQueue specs and Workload admissions, flavor ``nodeLabels`` values
+and the node labels they match, topology assignments, condition and event messages, controller logs,
+metric label values, log file paths). Pseudonyms are deterministic for a given snapshot: objects are
+visited in a stable order and numbered per category (``clusterqueue-1``, ``node-3``, ``value-7``).
+
+Kept as is: label and annotation KEYS, resource names (``cpu``, ``nvidia.com/gpu``...), UIDs, numbers,
+booleans, Kubernetes and Kueue vocabulary (phases, condition types and reasons, enums), the Kueue and
+Kubernetes system namespaces and the Kueue controller's own objects, and the values of a few well-known
+labels that carry no user data (``control-plane``, ``kubernetes.io/os``...).
+
+Exactness comes from *exact-match* replacement of identifier strings anywhere in an object, plus
+word-boundary replacement inside free text (messages, notes, log lines). Redaction runs after
+sanitization, so secrets are already gone.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kueuediag.snapshot.reader import RawSnapshot
+
+KEEP_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "kueue-system"})
+KEEP_LABEL_VALUE_KEYS = frozenset({
+    "control-plane", "kubernetes.io/os", "kubernetes.io/arch", "app.kubernetes.io/component",
+    "app.kubernetes.io/part-of", "app.kubernetes.io/managed-by", "kueue.x-k8s.io/managed",
+    "kueue.x-k8s.io/pod-group-total-count", "kueue.x-k8s.io/podset", "kueue.x-k8s.io/job-uid",
+    "kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology", "kueue.x-k8s.io/retriable-in-group",
+    "kueue.x-k8s.io/pod-suspending-parent", "kueue.x-k8s.io/priority-boost",
+    "node.kubernetes.io/exclude-from-external-load-balancers",
+})
+FREE_TEXT_KEYS = frozenset({"message", "note", "description"})
+IMAGE_KEYS = frozenset({"image", "imageID"})
+REF_KEYS = {
+    "queueName": "localqueue", "localQueueName": "localqueue", "clusterQueue": "clusterqueue",
+    "cohortName": "cohort", "cohort": "cohort", "parentName": "cohort", "nodeName": "node",
+    "nominatedNodeName": "node", "priorityClassName": "priorityclass", "topologyName": "topology",
+    "serviceAccountName": "serviceaccount", "serviceAccount": "serviceaccount", "hostname": "node",
+    "preemptingWorkload": "workload", "host": "node",
+}
+VOCABULARY_KEYS = frozenset({
+    "type", "status", "reason", "phase", "effect", "operator", "queueingStrategy", "stopPolicy",
+    "whenCanBorrow", "whenCanPreempt", "reclaimWithinCohort", "withinClusterQueue", "policy",
+    "restartPolicy", "imagePullPolicy", "protocol", "kind", "apiVersion", "result", "action",
+    "reportingController", "reportingInstance", "source", "component", "state", "priorityClassSource",
+    "preference", "mode", "qosClass", "dnsPolicy", "schedulerName", "terminationMessagePolicy",
+    "preemptionPolicy", "completionMode", "podReplacementPolicy", "apiGroup", "group", "resource",
+    "subresource", "manager", "fieldsType", "level", "controllerName", "podSetUpdates",
+})
+STATIC_KEEP = frozenset({
+    "", "true", "false", "none", "default", "cpu", "memory", "pods", "ephemeral-storage", "storage",
+    "main", "kueue", "kueue-system", "kube-system", "nvidia.com/gpu", "amd.com/gpu",
+    "google.com/tpu", "Never", "Always", "OnFailure", "IfNotPresent",
+})
+_UID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_NUMBERISH = re.compile(r"^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?[a-zA-Z]{0,2}$")
+_NAMEISH = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$")
+
+
+@dataclass
+class Redactor:
+    """Build the mapping over a whole snapshot first (`learn`), then rewrite (`apply`)."""
+
+    keep_namespaces: frozenset[str] = KEEP_NAMESPACES
+    mapping: dict[str, str] = field(default_factory=dict)
+    categories: dict[str, dict[str, str]] = field(default_factory=dict)
+    keep: set[str] = field(default_factory=lambda: set(STATIC_KEEP))
+    _counters: dict[str, int] = field(default_factory=dict)
+    _taken: set[str] = field(default_factory=set)
+    _pattern: re.Pattern[str] | None = None
+
+    # --- learning ----------------------------------------------------------------------------------------
+    def _add(self, value: Any, category: str) -> None:
+        if not isinstance(value, str) or value in self.mapping or not self._redactable(value):
+            return
+        n = self._counters.get(category, 0)
+        while True:
+            n += 1
+            candidate = f"{category}-{n}"
+            if candidate not in self._taken:
+                break
+        self._counters[category] = n
+        self.mapping[value] = candidate
+        self.categories.setdefault(category, {})[value] = candidate
+        self._pattern = None
+
+    def _redactable(self, value: str) -> bool:
+        return not (value in self.keep or value.lower() in ("true", "false") or _UID.match(value)
+                    or _NUMBERISH.match(value) or value in self.keep_namespaces)
+
+    def _collect_vocabulary(self, node: Any, depth: int = 0) -> None:
+        if depth > 40:
+            return
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in VOCABULARY_KEYS and isinstance(v, str):
+                    self.keep.add(v)
+                if k in ("requests", "limits", "resourceUsage", "allocatable", "capacity", "total",
+                         "flavors") and isinstance(v, dict):
+                    self.keep.update(str(x) for x in v)  # resource names are the keys
+                if k == "coveredResources" and isinstance(v, list):
+                    self.keep.update(str(x) for x in v)
+                if k == "resources" and isinstance(v, list):
+                    self.keep.update(str(r.get("name")) for r in v if isinstance(r, dict) and r.get("name"))
+                if k == "levels" and isinstance(v, list):  # Topology levels: node label keys
+                    self.keep.update(str(x.get("nodeLabel")) if isinstance(x, dict) else str(x) for x in v)
+                self._collect_vocabulary(v, depth + 1)
+        elif isinstance(node, list):
+            for item in node:
+                self._collect_vocabulary(item, depth + 1)
+
+    def learn(self, raw: RawSnapshot) -> None:
+        objs = sorted(raw.objects, key=_order)
+        for obj in objs:
+            self._taken.add(str((obj.get("metadata") or {}).get("name")))
+            self._collect_vocabulary(obj)
+        # resource-group flavor lists are named objects, not resource names: do not keep their names
+        if raw.manifest.get("cluster"):
+            self._add(str(raw.manifest["cluster"]), "cluster")
+        for obj in objs:
+            if obj.get("kind") == "Namespace":
+                self._add((obj.get("metadata") or {}).get("name"), "ns")
+        for obj in objs:
+            ns = (obj.get("metadata") or {}).get("namespace")
+            if ns:
+                self._add(ns, "ns")
+        for obj in objs:
+            if obj.get("kind") == "Node":
+                self._add((obj.get("metadata") or {}).get("name"), "node")
+        for obj in objs:
+            self._learn_object(obj)
+        for ns in raw.manifest.get("namespaces") or ():
+            self._add(ns, "ns")
+
+    def _learn_object(self, obj: dict[str, Any]) -> None:
+        kind = str(obj.get("kind") or "object")
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace")
+        system = ns in self.keep_namespaces
+        if not system and kind not in ("PendingWorkloadsSummary",):
+            self._add(meta.get("name"), _category(kind))
+        for ref in meta.get("ownerReferences") or ():
+            if isinstance(ref, dict) and not system:
+                self._add(ref.get("name"), _category(str(ref.get("kind") or "owner")))
+        for key, value in (meta.get("labels") or {}).items():
+            if key not in KEEP_LABEL_VALUE_KEYS and not (system and _kueue_or_k8s_key(key)):
+                self._add(value, "value")
+        for key, value in (meta.get("annotations") or {}).items():
+            if key in KEEP_LABEL_VALUE_KEYS or not isinstance(value, str):
+                continue
+            if _NAMEISH.match(value) and len(value) <= 253:
+                self._add(value, "value")
+        self._learn_refs(obj, kind, 0)
+
+    def _learn_refs(self, node: Any, kind: str, depth: int) -> None:
+        if depth > 40:
+            return
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in REF_KEYS and isinstance(v, str):
+                    self._add(v, REF_KEYS[k])
+                elif k in ("involvedObject", "regarding", "related", "priorityClassRef", "targetRef") \
+                        and isinstance(v, dict):
+                    if v.get("namespace") not in self.keep_namespaces:
+                        self._add(v.get("name"), _category(str(v.get("kind") or "object")))
+                    self._add(v.get("namespace"), "ns")
+                elif k in ("nodeSelector", "nodeLabels", "matchLabels") and isinstance(v, dict):
+                    for lk, lv in v.items():
+                        if lk not in KEEP_LABEL_VALUE_KEYS:
+                            self._add(lv, "value")
+                elif k == "values" and isinstance(v, list):
+                    for x in v:
+                        self._add(x, "value")
+                elif k in ("tolerations", "taints") and isinstance(v, list):
+                    for t in v:
+                        if isinstance(t, dict):
+                            self._add(t.get("value"), "value")
+                elif k == "flavors" and isinstance(v, list):  # ClusterQueue/Cohort resource groups, usage
+                    for f in v:
+                        if isinstance(f, dict):
+                            self._add(f.get("name"), "resourceflavor")
+                elif k == "flavors" and isinstance(v, dict):  # podSetAssignments: resource → flavor
+                    for fv in v.values():
+                        self._add(fv, "resourceflavor")
+                elif k in ("flavorsUsage", "flavorsReservation", "flavorUsage") and isinstance(v, list):
+                    for f in v:
+                        if isinstance(f, dict):
+                            self._add(f.get("name"), "resourceflavor")
+                elif k in ("admissionChecks",) and isinstance(v, list):
+                    for a in v:
+                        self._add(a.get("name") if isinstance(a, dict) else a, "admissioncheck")
+                elif k in IMAGE_KEYS and isinstance(v, str) and not _public_kueue_image(v):
+                    self._add(v, "image")
+                elif k == "images" and isinstance(v, list):  # Node.status.images[].names
+                    for im in v:
+                        for n in (im.get("names") or []) if isinstance(im, dict) else ():
+                            self._add(n, "image")
+                elif k == "topologyAssignment" and isinstance(v, dict):
+                    self._learn_topology(v)
+                if k not in ("metadata",):
+                    self._learn_refs(v, kind, depth + 1)
+        elif isinstance(node, list):
+            for item in node:
+                self._learn_refs(item, kind, depth + 1)
+
+    def _learn_topology(self, node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "levels":
+                    continue
+                if isinstance(v, str) and k in ("prefix", "suffix", "universal"):
+                    self._add(v, "value")
+                self._learn_topology(v)
+        elif isinstance(node, list):
+            for item in node:
+                if isinstance(item, str):
+                    self._add(item, "value")
+                else:
+                    self._learn_topology(item)
+
+    # --- applying ---------------------------------------------------------------------------------------
+    def text(self, value: str) -> str:
+        """Replace identifiers embedded in free text (word boundaries; longest names first)."""
+        if value in self.mapping:
+            return self.mapping[value]
+        pattern = self._compiled()
+        if pattern is None:
+            return value
+        return pattern.sub(lambda m: self.mapping[m.group(0)], value)
+
+    def _compiled(self) -> re.Pattern[str] | None:
+        if self._pattern is None:
+            words = sorted((w for w in self.mapping if len(w) >= 3), key=lambda w: (-len(w), w))
+            if not words:
+                return None
+            alternation = "|".join(re.escape(w) for w in words)
+            self._pattern = re.compile(rf"(?<![A-Za-z0-9_.-])(?:{alternation})(?![A-Za-z0-9_-]|\.[A-Za-z0-9])")
+        return self._pattern
+
+    def value(self, v: Any, key: str | None = None) -> Any:
+        if isinstance(v, str):
+            if v in self.mapping:
+                return self.mapping[v]
+            if key in FREE_TEXT_KEYS or key == "msg":
+                return self.text(v)
+            return v
+        if isinstance(v, dict):
+            return {k: self.value(x, k) for k, x in v.items()}
+        if isinstance(v, list):
+            return [self.value(x, key) for x in v]
+        return v
+
+    def obj(self, obj: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = self.value(copy.deepcopy(obj))
+        meta = out.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("generateName", None)
+            ann = meta.get("annotations")
+            if isinstance(ann, dict):
+                for k, v in list(ann.items()):
+                    if isinstance(v, str) and v == (obj.get("metadata") or {}).get("annotations", {}).get(k) \
+                            and k not in KEEP_LABEL_VALUE_KEYS and not _kueue_or_k8s_key(k):
+                        ann[k] = self._opaque(v)
+        return out
+
+    def _opaque(self, v: str) -> str:
+        """An annotation value that is not an identifier (free text, JSON): a stable pseudonym."""
+        rewritten = self.text(v)
+        if rewritten != v or not v:
+            return rewritten
+        self._add(v, "annotation")
+        return self.mapping.get(v, v)
+
+    def logs(self, text: str) -> str:
+        out = []
+        for line in text.splitlines(keepends=True):
+            stripped = line.strip()
+            if stripped.startswith("{"):
+                try:
+                    doc = json.loads(stripped)
+                except ValueError:
+                    out.append(self.text(line))
+                    continue
+                out.append(json.dumps(self._log_value(doc), separators=(",", ":")) + "\n")
+            else:
+                out.append(self.text(line))
+        return "".join(out)
+
+    def _log_value(self, v: Any) -> Any:
+        if isinstance(v, str):
+            return self.text(v)
+        if isinstance(v, dict):
+            return {k: self._log_value(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [self._log_value(x) for x in v]
+        return v
+
+    def metrics(self, text: str) -> str:
+        def label(m: re.Match[str]) -> str:
+            raw_value = m.group(2)
+            return f'{m.group(1)}="{self.mapping.get(raw_value, raw_value)}"'
+
+        return re.sub(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"', label, text)
+
+    def path(self, rel: str) -> str:
+        return "/".join(self.mapping.get(p, p) if "." not in p else _map_stem(self.mapping, p)
+                        for p in rel.split("/"))
+
+    def apply(self, raw: RawSnapshot) -> RawSnapshot:
+        manifest = dict(raw.manifest)
+        if manifest.get("cluster"):
+            manifest["cluster"] = self.mapping.get(str(manifest["cluster"]), "cluster-1")
+        if isinstance(manifest.get("namespaces"), list):
+            manifest["namespaces"] = [self.mapping.get(n, n) for n in manifest["namespaces"]]
+        manifest["errors"] = [{"what": self.text(str(e.get("what", ""))), "error": self.text(str(e.get("error", "")))}
+                              for e in manifest.get("errors") or ()]
+        if isinstance(manifest.get("notes"), list):
+            manifest["notes"] = [self.text(str(n)) for n in manifest["notes"]]
+        manifest["redacted"] = True
+        objects = [self.obj(o) for o in raw.objects]
+        metrics = {self.path(k): self.metrics(v) for k, v in raw.metrics.items()}
+        logs = {self.path(k): self.logs(v) for k, v in raw.logs.items()}
+        return RawSnapshot(source=raw.source, manifest=manifest, objects=objects, metrics=metrics, logs=logs)
+
+    def map_document(self) -> dict[str, Any]:
+        """The mapping for `--redact-map` (owner only: it reverses the redaction)."""
+        return {"format": "kueuediag-redaction-map/v1", "mapping": dict(sorted(self.mapping.items())),
+                "byCategory": {c: dict(sorted(m.items())) for c, m in sorted(self.categories.items())}}
+
+
+def redact(raw: RawSnapshot, keep_namespaces: Iterable[str] = ()) -> tuple[RawSnapshot, dict[str, Any]]:
+    """Redact a RawSnapshot; returns (redacted snapshot, mapping document)."""
+    r = Redactor(keep_namespaces=KEEP_NAMESPACES | frozenset(keep_namespaces))
+    r.learn(raw)
+    out = r.apply(raw)
+    return out, r.map_document()
+
+
+def _order(obj: dict[str, Any]) -> tuple[int, str, str, str]:
+    kind = str(obj.get("kind") or "")
+    meta = obj.get("metadata") or {}
+    rank = {"Namespace": 0, "Node": 1, "ClusterQueue": 2, "Cohort": 3, "ResourceFlavor": 4, "LocalQueue": 5,
+            "Workload": 6}.get(kind, 9)
+    return rank, kind, str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _category(kind: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", kind.lower()) or "object"
+
+
+def _kueue_or_k8s_key(key: str) -> bool:
+    prefix = key.partition("/")[0] if "/" in key else ""
+    return prefix.endswith(("kueue.x-k8s.io", "kubernetes.io", "k8s.io"))
+
+
+def _public_kueue_image(image: str) -> bool:
+    return image.startswith(("registry.k8s.io/kueue/", "us-central1-docker.pkg.dev/k8s-staging-images/kueue/"))
+
+
+def _map_stem(mapping: dict[str, str], part: str) -> str:
+    stem, dot, ext = part.rpartition(".")
+    return mapping.get(stem, stem) + dot + ext if stem else part

@@ -1,0 +1,119 @@
+"""Write a RawSnapshot in snapshot format v1 — a directory or a .tar.gz — exactly as reader.py reads it.
+
+Layout::
+
+    manifest.json                      format, capturedAt, cluster, kueueVersion, errors, namespaces, ...
+    objects/cluster/<kind>.yaml        cluster-scoped objects, one `kind: List` per kind
+    objects/namespaces/<ns>/<kind>.yaml
+    metrics/<name>.om                  OpenMetrics text (ends with `# EOF`)
+    logs/<ns>/<pod>/<container>.log    raw controller logs
+
+Files are written with mode 0600 (directories 0700): a snapshot describes a cluster.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tarfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kueuediag.errors import InputError
+from kueuediag.snapshot.reader import FORMAT, RawSnapshot
+
+try:
+    _Dumper: Any = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover
+    _Dumper = yaml.SafeDumper
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _safe(part: str) -> str:
+    cleaned = _SAFE.sub("_", part).strip("._") or "_"
+    return cleaned[:120]
+
+
+def snapshot_files(raw: RawSnapshot) -> dict[str, bytes]:
+    """relative path → content for every file of the snapshot."""
+    manifest = dict(raw.manifest)
+    manifest.setdefault("format", FORMAT)
+    manifest.setdefault("errors", [])
+    files: dict[str, bytes] = {
+        "manifest.json": (json.dumps(manifest, indent=2, sort_keys=False) + "\n").encode(),
+    }
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for obj in raw.objects:
+        ns = (obj.get("metadata") or {}).get("namespace")
+        kind = str(obj.get("kind") or "Unknown")
+        where = f"objects/namespaces/{_safe(ns)}/{_safe(kind.lower())}.yaml" if ns else \
+            f"objects/cluster/{_safe(kind.lower())}.yaml"
+        groups[where].append(obj)
+    for where, objs in sorted(groups.items()):
+        doc = {"apiVersion": "v1", "kind": "List", "items": objs}
+        files[where] = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                                 allow_unicode=True, width=4096).encode()
+    for rel, text in sorted(raw.metrics.items()):
+        files[_under("metrics", rel, (".om", ".txt", ".prom"), ".om")] = text.encode()
+    for rel, text in sorted(raw.logs.items()):
+        files[_under("logs", rel, (".log", ".txt", ".jsonl"), ".log")] = text.encode()
+    return files
+
+
+def _under(top: str, rel: str, suffixes: tuple[str, ...], default: str) -> str:
+    parts = [p for p in rel.replace("\\", "/").split("/") if p and p not in (".", "..")]
+    if parts and parts[0] == top:
+        parts = parts[1:]
+    parts = [_safe(p) for p in parts] or ["data"]
+    if not parts[-1].lower().endswith(suffixes):
+        parts[-1] += default
+    return "/".join([top, *parts])
+
+
+def write_snapshot(raw: RawSnapshot, path: str | os.PathLike[str]) -> Path:
+    """Write to `path`: a .tar.gz/.tgz archive when the name says so, else a directory (created)."""
+    p = Path(path)
+    files = snapshot_files(raw)
+    name = p.name.lower()
+    try:
+        if name.endswith((".tar.gz", ".tgz")):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            _write_tar(p, files)
+        else:
+            if p.exists() and not p.is_dir():
+                raise InputError(f"{p}: exists and is not a directory (use a new directory or FILE.tar.gz)")
+            if p.exists() and any(p.iterdir()):
+                raise InputError(f"{p}: directory is not empty (refusing to mix snapshots)")
+            p.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for rel, data in files.items():
+                target = p / rel
+                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+    except OSError as exc:
+        raise InputError(f"{p}: cannot write snapshot: {exc.strerror or exc}") from None
+    return p
+
+
+def _write_tar(p: Path, files: dict[str, bytes]) -> None:
+    top = p.name[:-7] if p.name.lower().endswith(".tar.gz") else p.name[:-4]
+    top = _safe(top) or "snapshot"
+    now = int(time.time())
+    tmp = p.with_name(p.name + ".partial")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz") as tf:
+        for rel, data in files.items():
+            info = tarfile.TarInfo(f"{top}/{rel}")
+            info.size = len(data)
+            info.mtime = now
+            info.mode = 0o600
+            tf.addfile(info, io.BytesIO(data))
+    os.replace(tmp, p)
