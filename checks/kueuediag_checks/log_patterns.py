@@ -1,0 +1,267 @@
+"""KD501 log-patterns: what the Kueue controller's own logs say about the workload (talk step 5)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kueuediag.analysis.signatures import (
+    BY_ID,
+    DECISIVE_MIN_VERBOSITY,
+    SignatureHit,
+    cause_for_reason,
+    signature_hits,
+)
+from kueuediag.check import Check, ev
+from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.snapshot.logs import LogLine, log_level_info, log_lines
+from kueuediag.snapshot.model import Part, Snapshot
+from kueuediag.target import Target
+from kueuediag.timeutil import format_rfc3339, human_duration
+
+_TRIM = 360
+
+
+class LogPatterns(Check):
+    """Matches the Kueue controller logs against a library of known log signatures.
+
+    What it detects:
+        Lines of the kueue-controller-manager log (zap JSON, console or plain text) that match a signature
+        from `kueuediag.analysis.signatures`: the scheduler's verdict for the workload (`Workload evaluated
+        for admission`, V3), preemptions it issued (`Preempted`, V3), the same head skipped again and again
+        for overlapping preemption targets, `Workload requires preemption, but there are no candidate
+        workloads allowed for preemption`, re-queue loops (`Workload re-queued` with `requeueReason`),
+        PodsReady-timeout evictions, and controller trouble (webhook and API errors, leader election lost,
+        panics). Lines naming the workload or its ClusterQueue come first.
+        When the controller runs at the default `--zap-log-level=2`, the decisive V(3)+ lines cannot be in
+        the logs: the check says so (`logging-insufficient`).
+
+    Why the workload stays pending:
+        Each signature supports one cause: the scheduler's own `reason` for the workload (quota, flavors,
+        preemption in progress), a victim that never goes away (overlapping preemption targets for the same
+        head over a long period), victims that take their grace period (re-queued with PendingPreemption),
+        or a controller that cannot write (webhook/API errors, lost leadership, panics).
+
+    Evidence:
+        The matching log lines (`file:line`, trimmed), with the signature id as the evidence field, the
+        number of repetitions and the period they cover; the `--zap-log-level` flag of the manager
+        Deployment and the highest verbosity seen in the logs.
+
+    How to fix:
+        Follow the cause named by the finding. To get the decisive lines, raise the controller's log level
+        while investigating: `kubectl -n kueue-system patch deployment kueue-controller-manager --type json
+        -p '[{"op":"replace","path":"/spec/template/spec/containers/0/args/1","value":"--zap-log-level=5"}]'`
+        (or `controllerManager.manager.logLevel: 5` in Helm), then collect the logs again.
+
+    Example:
+        `logs: Workload evaluated for admission 14 times, last: skipped — Workload has overlapping preemption
+        targets with another workload [stuck-preemption-target]`
+    """
+
+    code = "KD501"
+    name = "log-patterns"
+    requires = (Part.LOGS,)
+    default_severity = Severity.MEDIUM
+    options = {"max_evidence_lines": 4}
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        w = target.workload
+        assert w is not None
+        cq = target.cluster_queue(snapshot)
+        onset = w.queue_order_time
+        pending = w.state in ("pending", "quota-reserved")
+        findings: list[Finding] = []
+        for hit in signature_hits(snapshot):
+            sig = hit.signature
+            names_target = any(ln.names_workload(w.namespace, w.name) for ln in hit.lines)
+            if sig.id == "evaluated-for-admission":
+                if names_target:
+                    findings.append(self._evaluated(hit, target))
+                continue
+            if sig.id == "preempted":
+                if names_target:
+                    findings.append(self._preempted(hit, target))
+                continue
+            if not hit.noteworthy:
+                continue
+            if sig.per == "workload":
+                if names_target:
+                    findings.append(self._repeated(hit, target, about=True))
+                elif cq is not None and any(ln.names_cluster_queue(cq) for ln in hit.lines) \
+                        and sig.severity >= Severity.MEDIUM:
+                    findings.append(self._repeated(hit, target, about=False))
+                continue
+            # cluster-wide signatures: about the target when they name it or its ClusterQueue, or when they
+            # happened while it was pending.
+            last = _last_ts(hit.lines)
+            about = names_target or (cq is not None and any(ln.names_cluster_queue(cq) for ln in hit.lines)) \
+                or (pending and last is not None and (onset is None or last >= onset))
+            findings.append(self._repeated(hit, target, about=about))
+        insufficient = self._logging_insufficient(snapshot, target, findings)
+        if insufficient is not None:
+            findings.append(insufficient)
+        return findings
+
+    # --- findings -------------------------------------------------------------------------------------------
+
+    def _evaluated(self, hit: SignatureHit, target: Target) -> Finding:
+        w = target.workload
+        assert w is not None
+        mine = [ln for ln in hit.lines if ln.names_workload(w.namespace, w.name)]
+        last = mine[-1]
+        status = last.field_text("status") or "(no status)"
+        reason = last.field_text("reason")
+        cause = cause_for_reason(reason) if reason else None
+        short = _clip(reason, 160) if reason else "no reason given"
+        times = f"{len(mine)} time{'s' if len(mine) != 1 else ''}"
+        span = _span(mine)
+        return self.finding(
+            cause or "waiting-for-quota",
+            f"logs: Workload evaluated for admission {times}{span}, last: {status} — {short}",
+            f"At log level 3 and above the scheduler logs its verdict for every workload it looks at. For "
+            f"{w.namespace}/{w.name} the last verdict ({_when(last)}) was status `{status}` with reason: "
+            f"{reason or '(empty)'}. This is the same text Kueue writes into the QuotaReserved condition, "
+            "straight from the scheduling cycle.",
+            severity=Severity.MEDIUM if cause else Severity.LOW,
+            confidence=Confidence.HIGH if cause else Confidence.MEDIUM,
+            evidence=self._evidence(mine, hit.signature.id, target),
+            about_target=True,
+            data={"signature": hit.signature.id, "count": len(mine), "status": status, "reason": reason},
+        )
+
+    def _preempted(self, hit: SignatureHit, target: Target) -> Finding:
+        w = target.workload
+        assert w is not None
+        as_preemptor = [ln for ln in hit.lines if _ref_is(ln, "preemptingWorkload", w.namespace, w.name)]
+        as_victim = [ln for ln in hit.lines if _ref_is(ln, "targetWorkload", w.namespace, w.name)]
+        if as_preemptor:
+            victims = sorted({v for v in (ln.field_text("targetWorkload") for ln in as_preemptor) if v})
+            shown = ", ".join(victims[:5]) + (f" and {len(victims) - 5} more" if len(victims) > 5 else "")
+            return self.finding(
+                "preemption-in-progress",
+                f"logs: preempted {len(victims)} workload(s) to make room ({shown})",
+                f"The scheduler issued preemptions for {w.namespace}/{w.name} ({_when(as_preemptor[-1])}): "
+                f"{shown}. The workload is admitted only once every victim has released its quota; victims "
+                "that take their whole termination grace period (or pods stuck terminating) keep it waiting.",
+                severity=Severity.LOW, confidence=Confidence.HIGH,
+                evidence=self._evidence(as_preemptor, hit.signature.id, target), about_target=True,
+                data={"signature": hit.signature.id, "victims": victims},
+            )
+        lines = as_victim or list(hit.lines)
+        by = sorted({v for v in (ln.field_text("preemptingWorkload") for ln in lines) if v})
+        return self.finding(
+            "preemption-in-progress",
+            f"logs: this workload was preempted by {', '.join(by[:3]) or 'another workload'}",
+            f"The scheduler preempted {w.namespace}/{w.name} ({_when(lines[-1])}) to admit "
+            f"{', '.join(by) or 'another workload'}; it went back to the queue and waits for quota again.",
+            severity=Severity.LOW, confidence=Confidence.HIGH,
+            evidence=self._evidence(lines, hit.signature.id, target), about_target=True,
+            data={"signature": hit.signature.id, "preemptors": by},
+        )
+
+    def _repeated(self, hit: SignatureHit, target: Target, about: bool) -> Finding:
+        sig = hit.signature
+        w = target.workload
+        assert w is not None
+        lines = sorted(hit.lines, key=lambda ln: 0 if ln.names_workload(w.namespace, w.name) else 1)
+        times = f"{hit.count} time{'s' if hit.count != 1 else ''}"
+        who = ""
+        if sig.per == "workload" and hit.key:
+            who = " for this workload" if about else f" for {hit.key}"
+        span = _span(list(hit.lines))
+        extra = ""
+        if sig.id.startswith("requeue-loop"):
+            reasons = sorted({ln.field_text("requeueReason") or '""' for ln in hit.lines})
+            extra = f" (requeueReason {', '.join(reasons)})"
+        upstream = f" Upstream: {sig.upstream}." if sig.upstream else ""
+        return self.finding(
+            sig.cause,
+            f"logs: {sig.title} — {times}{who}{span}{extra}",
+            f"{sig.meaning} Seen {times}{who}{span} (last {_when(lines[-1])}).{upstream}",
+            severity=sig.severity if about else min(sig.severity, Severity.MEDIUM),
+            confidence=Confidence.MEDIUM if about else Confidence.LOW,
+            evidence=self._evidence(lines, sig.id, target), about_target=about,
+            data={"signature": sig.id, "count": hit.count, "span_seconds": round(hit.span_seconds, 1),
+                  "key": hit.key},
+        )
+
+    def _logging_insufficient(self, snap: Snapshot, target: Target,
+                              findings: list[Finding]) -> Finding | None:
+        w = target.workload
+        assert w is not None
+        if any(f.data.get("signature") in ("evaluated-for-admission", "preempted") for f in findings):
+            return None
+        if w.state not in ("pending", "quota-reserved"):
+            return None
+        info = log_level_info(snap)
+        level = info.effective
+        if level is None or level >= DECISIVE_MIN_VERBOSITY:
+            return None
+        parsed = [ln for ln in log_lines(snap) if ln.verbosity is not None]
+        evidence: list[Evidence] = []
+        if info.flag is not None and info.flag_source:
+            kind, _, rest = info.flag_source.partition("/")
+            ns, _, name = rest.partition("/")
+            path = "spec.template.spec.containers[manager].args" if kind == "Deployment" \
+                else "spec.containers[manager].args"
+            evidence.append(ev("object", f"--zap-log-level={info.flag_raw}", kind=kind, name=name,
+                               namespace=ns, field=path, expected="--zap-log-level=5"))
+        evidence.append(ev("log", f"{len(parsed)} structured lines, highest verbosity V({info.max_seen})"
+                           if info.max_seen is not None else "no structured log lines",
+                           field="verbosity", expected=f"V({DECISIVE_MIN_VERBOSITY}) or more"))
+        names = ", ".join(f"`{BY_ID[s].title}`" for s in ("evaluated-for-admission", "preempted"))
+        how = "the manager's --zap-log-level flag" if info.flag is not None else "the logs (no flag found)"
+        return self.finding(
+            "logging-insufficient",
+            f"controller logs at level {level}: the V(3)+ why-lines are not emitted",
+            f"According to {how}, Kueue logs at level {level}, so {names} (V3) never reach the logs, and the "
+            f"logs cannot say why {w.namespace}/{w.name} is pending. Raise the manager to --zap-log-level=5 "
+            "while investigating, as the Kueue maintainers recommend, then collect the logs again.",
+            severity=Severity.LOW, confidence=Confidence.HIGH if info.flag is not None else Confidence.MEDIUM,
+            evidence=evidence,
+            remediation=[
+                "kubectl -n kueue-system edit deployment kueue-controller-manager  # set --zap-log-level=5 "
+                "in the manager container args",
+                "Helm: --set controllerManager.manager.logLevel=5; revert to 2 after the investigation "
+                "(level 5 is verbose).",
+            ],
+            about_target=False,
+            data={"flag": info.flag, "max_seen": info.max_seen},
+        )
+
+    def _evidence(self, lines: list[LogLine], sig_id: str, target: Target) -> list[Evidence]:
+        w = target.workload
+        assert w is not None
+        n = int(self.opts["max_evidence_lines"])
+        picked = lines if len(lines) <= n else lines[: n - 1] + lines[-1:]
+        out: list[Evidence] = []
+        for ln in picked:
+            mine = ln.names_workload(w.namespace, w.name)
+            out.append(ev("log", f"{ln.location}: {_clip(ln.raw.strip(), _TRIM)}", field=sig_id,
+                          kind="Workload" if mine else None, name=w.name if mine else None,
+                          namespace=w.namespace if mine else None))
+        return out
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _last_ts(lines: tuple[LogLine, ...] | list[LogLine]) -> datetime | None:
+    times = [ln.ts for ln in lines if ln.ts is not None]
+    return max(times) if times else None
+
+
+def _span(lines: list[LogLine]) -> str:
+    times = [ln.ts for ln in lines if ln.ts is not None]
+    if len(times) < 2:
+        return ""
+    seconds = (max(times) - min(times)).total_seconds()
+    return f" over {human_duration(seconds)}" if seconds >= 1 else ""
+
+
+def _when(line: LogLine) -> str:
+    return f"at {format_rfc3339(line.ts)}" if line.ts is not None else f"at {line.location}"
+
+
+def _ref_is(line: LogLine, key: str, namespace: str, name: str) -> bool:
+    return line.field_text(key) in (f"{namespace}/{name}", name)

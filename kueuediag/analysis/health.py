@@ -1,0 +1,406 @@
+"""Cluster-health facts a "why pending" diagnosis needs (talk step 6): zombie pods, preemption victims that
+still hold quota, the Kueue controller's pods, feature gates, and recent configuration changes.
+
+Pure functions of the snapshot, memoised where they walk every pod or workload. KD901 (system-health) and
+KD902 (known-issues) both read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from kueuediag.analysis.kueue_config import CONFIG_MAP, kueue_config
+from kueuediag.snapshot.k8s import NodeView, PodView, meta
+from kueuediag.snapshot.kueue import (
+    KueueIndex,
+    WorkloadView,
+    cluster_queue_of,
+    kueue_index,
+    nodes,
+    pods,
+    workload_pods,
+    workloads,
+)
+from kueuediag.snapshot.logs import container_args, controller_objects, flag_value, manager_container
+from kueuediag.snapshot.model import Snapshot
+from kueuediag.timeutil import parse_time_lenient
+
+POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+
+# --- pods ↔ workloads ---------------------------------------------------------------------------------------
+
+
+def quota_holder_of_pods(snap: Snapshot) -> dict[str, WorkloadView]:
+    """Pod UID → the Workload holding quota that the pod belongs to (memoised)."""
+
+    def build() -> dict[str, WorkloadView]:
+        out: dict[str, WorkloadView] = {}
+        for w in workloads(snap):
+            if not w.holds_quota:
+                continue
+            for p in workload_pods(snap, w):
+                out.setdefault(p.uid or f"{p.namespace}/{p.name}", w)
+        return out
+
+    return snap.memo("health-pod-quota-holder", build)
+
+
+def node_by_name(snap: Snapshot) -> dict[str, NodeView]:
+    return snap.memo("health-nodes-by-name", lambda: {n.name: n for n in nodes(snap)})
+
+
+def is_pod_integration(p: PodView) -> bool:
+    """A pod managed by Kueue's pod integration (plain pod or pod group), not a pod of a Job."""
+    return bool(p.labels.get(POD_GROUP_LABEL) or p.labels.get(MANAGED_LABEL) == "true")
+
+
+# --- zombies ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Zombie:
+    """A pod still not terminal after its deletionTimestamp plus its deletion grace period."""
+
+    pod: PodView
+    overdue_seconds: float
+    """seconds past deletionTimestamp + grace"""
+    node: NodeView | None
+    workload: WorkloadView | None
+    """the Workload holding quota that the pod belongs to, if any"""
+    cluster_queue: str | None
+
+    @property
+    def node_ready(self) -> bool | None:
+        return None if self.node is None else self.node.ready
+
+    @property
+    def in_pod_group(self) -> bool:
+        return bool(self.pod.labels.get(POD_GROUP_LABEL))
+
+
+def zombie_pods(snap: Snapshot) -> list[Zombie]:
+    """Pods Terminating beyond deletionTimestamp + deletionGracePeriodSeconds (the cut-off Kueue's PR #6872
+    uses), oldest first (memoised)."""
+
+    def build() -> list[Zombie]:
+        holders = quota_holder_of_pods(snap)
+        by_node = node_by_name(snap)
+        idx = kueue_index(snap)
+        out: list[Zombie] = []
+        for p in pods(snap):
+            if p.deletion is None or p.terminal:
+                continue
+            overdue = (snap.now - (p.deletion + timedelta(seconds=p.grace_seconds))).total_seconds()
+            if overdue <= 0:
+                continue
+            w = holders.get(p.uid or f"{p.namespace}/{p.name}")
+            out.append(Zombie(p, overdue, by_node.get(p.node or ""), w,
+                              cluster_queue_of(idx, w) if w is not None else None))
+        out.sort(key=lambda z: -z.overdue_seconds)
+        return out
+
+    return snap.memo("health-zombies", build)
+
+
+# --- preemption victims still holding quota ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Victim:
+    """A Workload evicted by preemption (Evicted=True, reason Preempted) that still has QuotaReserved=True."""
+
+    workload: WorkloadView
+    cluster_queue: str | None
+    evicted_at: datetime | None
+    held_seconds: float | None
+    preempted_reason: str
+    """InClusterQueue, InCohortReclamation, InCohortFairSharing, InCohortReclaimWhileBorrowing ('' when
+    unknown)"""
+    message: str
+    pods: tuple[PodView, ...]
+    zombies: tuple[PodView, ...] = ()
+    pod_integration: bool = False
+
+
+def quota_holding_victims(snap: Snapshot) -> list[Victim]:
+    """Preemption victims that still hold quota, longest-held first (memoised)."""
+
+    def build() -> list[Victim]:
+        idx = kueue_index(snap)
+        zombie_uids = {z.pod.uid for z in zombie_pods(snap)}
+        out: list[Victim] = []
+        for w in workloads(snap):
+            ev = w.cond("Evicted")
+            if ev is None or not ev.true or ev.reason != "Preempted" or not w.holds_quota:
+                continue
+            pre = w.cond("Preempted")
+            wpods = tuple(workload_pods(snap, w))
+            out.append(Victim(
+                workload=w, cluster_queue=cluster_queue_of(idx, w), evicted_at=ev.last_transition,
+                held_seconds=snap.age_seconds(ev.last_transition),
+                preempted_reason=pre.reason if pre is not None and pre.true else "",
+                message=ev.message, pods=wpods,
+                zombies=tuple(p for p in wpods if p.uid in zombie_uids),
+                pod_integration=any(is_pod_integration(p) for p in wpods),
+            ))
+        out.sort(key=lambda v: -(v.held_seconds or 0))
+        return out
+
+    return snap.memo("health-victims", build)
+
+
+# --- cohort trees ------------------------------------------------------------------------------------------
+
+
+def tree_of(idx: KueueIndex, cq: str | None) -> str | None:
+    """The root cohort of a ClusterQueue (None without a cohort)."""
+    if cq is None or cq not in idx.cluster_queues:
+        return None
+    cohort = idx.cluster_queues[cq].cohort
+    return idx.root_of(cohort) if cohort else None
+
+
+def shares_quota_with(idx: KueueIndex, target_cq: str | None, other_cq: str | None) -> bool:
+    """Whether quota held in `other_cq` can matter to `target_cq`: the same ClusterQueue or the same cohort
+    tree."""
+    if target_cq is None or other_cq is None:
+        return False
+    if target_cq == other_cq:
+        return True
+    root = tree_of(idx, target_cq)
+    return root is not None and root == tree_of(idx, other_cq)
+
+
+# --- the Kueue controller -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ControllerPod:
+    obj: dict[str, Any]
+    namespace: str
+    name: str
+    ready: bool
+    phase: str
+    restarts: int
+    waiting_reason: str
+    """e.g. CrashLoopBackOff, ImagePullBackOff ('' when running)"""
+    last_terminated_reason: str
+    last_exit_code: int | None
+    last_finished: datetime | None
+    started: datetime | None
+    node: str | None
+    image: str
+    deleting: bool = False
+
+    @property
+    def healthy(self) -> bool:
+        return self.ready and not self.waiting_reason and not self.deleting
+
+
+def controller_pods(snap: Snapshot) -> list[ControllerPod]:
+    """The Kueue controller-manager pods (kueue-facts: namespace kueue-system, label
+    control-plane=controller-manager or app.kubernetes.io/name=kueue), memoised."""
+
+    def build() -> list[ControllerPod]:
+        out: list[ControllerPod] = []
+        for obj in controller_objects(snap):
+            if obj.get("kind") != "Pod":
+                continue
+            m = meta(obj)
+            status = obj.get("status") or {}
+            container = manager_container(obj) or {}
+            cname = container.get("name")
+            statuses = [s for s in status.get("containerStatuses") or () if isinstance(s, dict)]
+            cs = next((s for s in statuses if s.get("name") == cname), statuses[0] if statuses else {})
+            state, last = cs.get("state") or {}, (cs.get("lastState") or {}).get("terminated") or {}
+            ready_cond = next((c for c in status.get("conditions") or ()
+                               if isinstance(c, dict) and c.get("type") == "Ready"), None)
+            ready = (ready_cond.get("status") == "True") if ready_cond else bool(cs.get("ready"))
+            exit_code = last.get("exitCode")
+            out.append(ControllerPod(
+                obj=obj, namespace=m.get("namespace") or "", name=m.get("name") or "", ready=ready,
+                phase=status.get("phase") or "Unknown", restarts=int(cs.get("restartCount") or 0),
+                waiting_reason=str((state.get("waiting") or {}).get("reason") or ""),
+                last_terminated_reason=str(last.get("reason") or ""),
+                last_exit_code=int(exit_code) if isinstance(exit_code, int) else None,
+                last_finished=parse_time_lenient(last.get("finishedAt")),
+                started=parse_time_lenient((state.get("running") or {}).get("startedAt")),
+                node=(obj.get("spec") or {}).get("nodeName"), image=str(container.get("image") or ""),
+                deleting=bool(m.get("deletionTimestamp")),
+            ))
+        out.sort(key=lambda p: (p.healthy, p.name))
+        return out
+
+    return snap.memo("health-controller-pods", build)
+
+
+def controller_deployment(snap: Snapshot) -> dict[str, Any] | None:
+    deps = [o for o in controller_objects(snap) if o.get("kind") == "Deployment"]
+    return deps[0] if deps else None
+
+
+# --- feature gates -----------------------------------------------------------------------------------------
+
+GATE_DEFAULTS_V0_19: dict[str, bool] = {
+    # kueue-facts §14 / §8 (pkg/features/kube_features.go at v0.19.2)
+    "TopologyAwareScheduling": True,
+    "PartialAdmission": True,
+    "VisibilityOnDemand": True,
+    "LocalQueueMetrics": True,
+    "AdmissionFairSharing": True,
+    "MultiKueue": True,
+    "ElasticJobsViaWorkloadSlices": True,
+    "SchedulingEquivalenceHashing": True,
+    "QuotaCheckStrategy": True,
+    "AdmissionGatedBy": True,
+    "FairSharingPrioritizeNonBorrowing": True,
+    "FairSharingPreemptWithinNominal": True,
+    "PrioritySortingWithinCohort": True,
+    "UnadmittedWorkloadsObservability": False,
+    "UnadmittedWorkloadsExplicitStatus": False,
+    "FastQuotaReleaseInPodIntegration": False,
+    "PrioritizePreemptorWorkloads": False,
+    "RecomputeAssignmentUponPreemptionTargetsOverlap": False,
+    "FailureRecoveryPolicy": False,
+    "DisableWaitForPodsReady": False,
+}
+
+
+@dataclass(frozen=True)
+class FeatureGates:
+    explicit: dict[str, bool] = field(default_factory=dict)
+    """gates set by `--feature-gates` on the manager container or `featureGates` in the Configuration"""
+    sources: dict[str, str] = field(default_factory=dict)
+    """gate → where it was set"""
+
+    def enabled(self, gate: str) -> bool | None:
+        """Explicit value, else the v0.19 default (None for a gate kueuediag does not know)."""
+        if gate in self.explicit:
+            return self.explicit[gate]
+        return GATE_DEFAULTS_V0_19.get(gate)
+
+    def describe(self) -> str:
+        if not self.explicit:
+            return "defaults (no --feature-gates, no featureGates in the Configuration)"
+        return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(self.explicit.items()))
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``A=true,B=false`` → {A: True, B: False} (junk entries are skipped)."""
+    out: dict[str, bool] = {}
+    for part in text.split(","):
+        name, sep, value = part.strip().partition("=")
+        if sep and name and value.strip().lower() in ("true", "false"):
+            out[name.strip()] = value.strip().lower() == "true"
+    return out
+
+
+def feature_gates(snap: Snapshot) -> FeatureGates:
+    def build() -> FeatureGates:
+        explicit: dict[str, bool] = {}
+        sources: dict[str, str] = {}
+        cfg = kueue_config(snap)
+        raw_gates = cfg.raw.get("featureGates")
+        if isinstance(raw_gates, dict):
+            for k, v in raw_gates.items():
+                if isinstance(v, bool):
+                    explicit[str(k)] = v
+                    sources[str(k)] = f"{cfg.source} featureGates"
+        for obj in controller_objects(snap):
+            c = manager_container(obj)
+            value = flag_value(container_args(c), "--feature-gates") if c else None
+            if value:
+                m = meta(obj)
+                where = f"{obj.get('kind')}/{m.get('namespace')}/{m.get('name')} --feature-gates"
+                for k, v in parse_feature_gates(value).items():
+                    explicit[k] = v
+                    sources[k] = where
+                break
+        return FeatureGates(explicit, sources)
+
+    return snap.memo("health-feature-gates", build)
+
+
+# --- configuration changes ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str
+    name: str
+    namespace: str | None
+    at: datetime
+    manager: str
+    operation: str
+    generation: int | None
+    what: str
+    """human summary of what changed (e.g. `fairSharing enabled in the Configuration`)"""
+
+
+def last_spec_change(obj: dict[str, Any]) -> tuple[datetime, str, str] | None:
+    """(time, manager, operation) of the newest managedFields entry that is not a status write."""
+    best: tuple[datetime, str, str] | None = None
+    for mf in meta(obj).get("managedFields") or ():
+        if not isinstance(mf, dict) or mf.get("subresource") == "status":
+            continue
+        t = parse_time_lenient(mf.get("time"))
+        if t is None:
+            continue
+        if best is None or t > best[0]:
+            best = (t, str(mf.get("manager") or "?"), str(mf.get("operation") or "?"))
+    return best
+
+
+def config_changes(snap: Snapshot) -> list[Change]:
+    """Spec changes of ClusterQueues, Cohorts, ResourceFlavors, the manager ConfigMap and the controller
+    Deployment, by managedFields time (newest first). Objects only ever written at creation count too: a
+    ClusterQueue created an hour ago is a change."""
+
+    def build() -> list[Change]:
+        out: list[Change] = []
+        candidates: list[dict[str, Any]] = []
+        for kind in ("ClusterQueue", "Cohort", "ResourceFlavor"):
+            candidates.extend(snap.of_kind(kind))
+        candidates.extend(cm for cm in snap.of_kind("ConfigMap")
+                          if str(meta(cm).get("name", "")).endswith(CONFIG_MAP))
+        candidates.extend(o for o in controller_objects(snap) if o.get("kind") == "Deployment")
+        for obj in candidates:
+            last = last_spec_change(obj)
+            m = meta(obj)
+            if last is None:
+                continue
+            gen = m.get("generation")
+            out.append(Change(
+                kind=str(obj.get("kind")), name=str(m.get("name")), namespace=m.get("namespace"), at=last[0],
+                manager=last[1], operation=last[2], generation=int(gen) if isinstance(gen, int) else None,
+                what=_describe_change(snap, obj),
+            ))
+        out.sort(key=lambda c: c.at, reverse=True)
+        return out
+
+    return snap.memo("health-config-changes", build)
+
+
+def _describe_change(snap: Snapshot, obj: dict[str, Any]) -> str:
+    kind = obj.get("kind")
+    if kind == "ConfigMap":
+        from kueuediag.analysis.fair_sharing import fair_sharing_config
+
+        fs = fair_sharing_config(snap)
+        parts = ["Kueue manager configuration"]
+        if fs.enabled:
+            strategies = f" (preemptionStrategies {', '.join(fs.preemption_strategies)})" \
+                if fs.preemption_strategies else ""
+            parts.append(f"fairSharing is enabled{strategies}")
+        gates = kueue_config(snap).raw.get("featureGates")
+        if isinstance(gates, dict) and gates:
+            parts.append("featureGates " + ",".join(f"{k}={v}" for k, v in sorted(gates.items())))
+        return "; ".join(parts)
+    if kind == "Deployment":
+        c = manager_container(obj)
+        args = " ".join(container_args(c)) if c else ""
+        return f"controller Deployment (manager args: {args})" if args else "controller Deployment"
+    return f"{kind} spec (generation {meta(obj).get('generation', '?')})"
