@@ -11,6 +11,7 @@ from kueuediag.check import Check
 
 _MODULES: tuple[tuple[str, str], ...] = (
     ("kueuediag_checks.workload_state", "WorkloadState"),
+    ("kueuediag_checks.guarantee_violation", "GuaranteeViolation"),
 )
 
 

@@ -1,0 +1,325 @@
+"""KD101 guarantee-violation: the workload fits in unused nominal quota, yet it is pending."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kueuediag.analysis.guarantees import (
+    QuotaRow,
+    Violation,
+    cohort_table,
+    guarantee_violations,
+    is_pending,
+    pending_requests,
+    pending_workloads_history,
+    quota_table,
+)
+from kueuediag.analysis.quota import cq_quotas, quota_tree
+from kueuediag.check import Check, ev
+from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.quantity import format_quantity
+from kueuediag.snapshot.kueue import kueue_index
+from kueuediag.snapshot.metrics import metric_store
+from kueuediag.snapshot.model import Part, Snapshot
+from kueuediag.target import Target
+from kueuediag.timeutil import format_rfc3339, human_duration
+
+
+class GuaranteeViolation(Check):
+    """Flags a pending workload that fits in its ClusterQueue's unused nominal quota: a guarantee violation.
+
+    What it detects:
+        For the target's ClusterQueue (and, to count the others, every ClusterQueue in the snapshot): per
+        flavor and resource the nominal quota, the quota reserved by its workloads, what it borrows above
+        nominal, what of its unused nominal quota other ClusterQueues of the cohort borrowed (lent), and the
+        requests of its pending workloads. A pending workload whose every pod set fits in the unused nominal
+        quota of some flavor it may use (flavor nodeLabels against the pod's nodeSelector/affinity, flavor
+        nodeTaints against its tolerations) is a guarantee violation. Quota lent to other ClusterQueues still
+        counts as unused: it is the tenant's guarantee and Kueue must reclaim it. How long it has been so
+        grades the finding: under `churn_minutes` (default 5) it is scheduling churn (info), up to
+        `violation_minutes` (default 30) a warning (medium), beyond that a violation on-call should act on
+        (high). The start is the workload's `QuotaReserved=False` transition, moved later when a workload of
+        the same ClusterQueue finished afterwards and its quota was needed for the fit, and narrowed by
+        `kueue_cluster_queue_nominal_quota` / `kueue_cluster_queue_resource_reservation` history when the
+        snapshot has it (`kueue_pending_workloads` history is shown as evidence). When the target does not
+        violate but other pending workloads in the cluster do (beyond the churn threshold), a low-severity
+        cluster-wide finding (not about the target) lists them: they are the first sign that Kueue itself is
+        stuck.
+
+    Why the workload stays pending:
+        This check does not say why: a guarantee violation is a symptom. The tenant has unallocated
+        guarantees, so Kueue should admit the workload within a scheduling cycle. Acceptable reasons exist
+        (reclaiming lent quota needs preemption and victims take their grace period; the queue head blocks
+        under StrictFIFO), and so do unacceptable ones (stuck preemption targets, a Kueue bug such as the
+        fair-sharing rounding bug, an unhealthy controller). The root-cause checks rank above this finding.
+
+    Evidence:
+        ClusterQueue `spec.resourceGroups[].flavors[].resources[].nominalQuota` against the quota reserved by
+        its QuotaReserved workloads (`status.flavorsReservation` for comparison); the Workload's
+        `QuotaReserved` condition (reason, message, lastTransitionTime); Finished workloads that released
+        the quota; Prometheus history when present. `finding.data` carries the per-flavor/resource table of
+        the ClusterQueue (nominal, reserved, borrowed, lent, unused, pending), its cohort's subtree quota
+        and usage, and the other violating workloads cluster-wide (count and the longest few).
+
+    How to fix:
+        Follow the recipe from the KubeCon talk: rule out fragmentation (KD2xx), check admission and
+        preemption rates (KD3xx), check whether Kueue released the pods (KD4xx), read the controller logs at
+        `--zap-log-level=5` (KD5xx) and the controller's health (KD9xx). As a stop-gap, find what blocks the
+        queue head (`kubectl get workloads -n <ns> -o wide`, `kubectl kueue list workloads`) and evict
+        stuck preemption victims by hand.
+
+    Example:
+        `fits in unused nominal quota of ClusterQueue team-a yet pending for 45m: needs 1 nvidia.com/gpu,
+        4 unused in flavor h100 [guarantee-violation]`
+    """
+
+    code = "KD101"
+    name = "guarantee-violation"
+    requires = (Part.WORKLOADS, Part.QUEUES)
+    default_severity = Severity.HIGH
+    options = {"churn_minutes": 5.0, "violation_minutes": 30.0, "top": 5}
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        w = target.workload
+        assert w is not None
+        if not is_pending(w):
+            return []
+        cq = target.cluster_queue(snapshot)
+        if cq is None or cq not in kueue_index(snapshot).cluster_queues:
+            return []
+        churn_s = float(self.opts["churn_minutes"]) * 60
+        violations = guarantee_violations(snapshot)
+        mine = next((v for v in violations if v.workload.uid == w.uid and v.workload.name == w.name), None)
+        others = [v for v in violations if v is not mine]
+        significant = [v for v in others if v.seconds is None or v.seconds >= churn_s]
+        data = self._data(snapshot, cq, others)
+        if mine is not None:
+            return [self._target_finding(snapshot, mine, significant, data)]
+        if significant:
+            return [self._cluster_finding(snapshot, cq, significant, data)]
+        return []
+
+    # --- findings ----------------------------------------------------------------------------------------
+    def severity_for(self, seconds: float | None) -> Severity:
+        if seconds is None:
+            return Severity.MEDIUM
+        if seconds < float(self.opts["churn_minutes"]) * 60:
+            return Severity.INFO
+        if seconds <= float(self.opts["violation_minutes"]) * 60:
+            return Severity.MEDIUM
+        return Severity.HIGH
+
+    def _target_finding(self, snap: Snapshot, v: Violation, others: list[Violation],
+                        data: dict[str, Any]) -> Finding:
+        w = v.workload
+        cq = v.cluster_queue
+        rows = {(r.flavor, r.resource): r for r in quota_table(snap, cq)}
+        requests = v.fit.requests()
+        key_fr = max(requests, key=lambda fr: (fr[1] != "cpu" and fr[1] != "memory", requests[fr]))
+        need, row = requests[key_fr], rows.get(key_fr)
+        flavor, resource = key_fr
+        unused = row.unused if row else None
+        dur = human_duration(v.seconds) if v.seconds is not None else "an unknown time"
+        severity = self.severity_for(v.seconds)
+        unused_text = format_quantity(unused, resource) if unused is not None else "?"
+        title = (f"fits in unused nominal quota of ClusterQueue {cq} yet pending for {dur}: needs "
+                 f"{format_quantity(need, resource)} {resource}, {unused_text} unused in flavor {flavor}")
+        grade = {Severity.INFO: "short enough to be scheduling churn",
+                 Severity.MEDIUM: "long enough to watch",
+                 Severity.HIGH: "long enough that on-call should act"}[severity]
+        lent_rows = [r for r in rows.values() if r.flavor in v.fit.flavors and r.lent > 0]
+        parts = [
+            f"Workload {w.ref()} requests {self._req_text(requests)}. ClusterQueue {cq} has "
+            + "; ".join(self._row_text(rows[fr]) for fr in sorted(requests) if fr in rows)
+            + ". So the workload fits inside the ClusterQueue's guaranteed (nominal) quota, yet it has been "
+            f"pending for {dur} ({grade}). This is a guarantee violation: Kueue should admit a workload "
+            "that fits its queue's unused guarantees within a scheduling cycle.",
+        ]
+        if v.since != v.pending_since and v.since is not None:
+            began = format_rfc3339(v.pending_since) if v.pending_since else "?"
+            parts.append(f"It has been pending since {began}, but the violation only began at "
+                         f"{format_rfc3339(v.since)} ({v.since_source}).")
+        if lent_rows:
+            lent = ", ".join(f"{format_quantity(r.lent, r.resource)} {r.resource} in flavor {r.flavor}"
+                             for r in lent_rows)
+            preemption = kueue_index(snap).cluster_queues[cq].preemption or {}
+            policy = preemption.get("reclaimWithinCohort", "Never")
+            parts.append(f"Part of the unused quota ({lent}) is lent to other ClusterQueues of the cohort; "
+                         f"Kueue must reclaim it by preemption (spec.preemption.reclaimWithinCohort: {policy}"
+                         + (", which forbids it" if policy == "Never" else "") + ").")
+        if others:
+            parts.append(f"{len(others)} other pending workload(s) in the cluster are in the same "
+                         "situation.")
+        parts.append("A guarantee violation is a symptom: the root-cause findings ranked above this one "
+                     "(fragmentation, slow or stuck preemption, release to Kubernetes, the controller) "
+                     "say why.")
+        evidence = self._quota_evidence(snap, cq, sorted(requests))
+        qr = w.cond("QuotaReserved")
+        if qr is not None:
+            when = format_rfc3339(qr.last_transition) if qr.last_transition else "?"
+            evidence.append(ev(
+                "condition", f"QuotaReserved={qr.status} ({qr.reason}) since {when}: {qr.message}".rstrip(": "),
+                kind="Workload", name=w.name, namespace=w.namespace,
+                field="status.conditions[type=QuotaReserved]", expected="True"))
+        else:
+            evidence.append(ev("condition", f"no QuotaReserved condition; {v.pending_source} "
+                               f"{format_rfc3339(v.pending_since) if v.pending_since else '?'}",
+                               kind="Workload", name=w.name, namespace=w.namespace,
+                               field="status.conditions", expected="QuotaReserved=True"))
+        if v.released_by is not None:
+            rel = v.released_by
+            fin = rel.cond("Finished")
+            evidence.append(ev(
+                "condition", f"Finished=True ({fin.reason if fin else '?'}) at "
+                f"{format_rfc3339(v.since) if v.since else '?'}: its quota release made the fit possible",
+                kind="Workload", name=rel.name, namespace=rel.namespace,
+                field="status.conditions[type=Finished]"))
+        for note in v.notes:
+            if v.released_by is None or "finished at" not in note:
+                evidence.append(ev("derived", note, kind="ClusterQueue", name=cq, field="violation start"))
+        evidence.extend(self._metric_evidence(snap, cq, v))
+        confidence = self._confidence(snap, cq, v)
+        data = dict(data, violation_minutes=None if v.minutes is None else round(v.minutes, 1),
+                    since=format_rfc3339(v.since) if v.since else None, since_source=v.since_source,
+                    flavors=v.fit.flavors)
+        return self.finding(
+            "guarantee-violation", title, " ".join(parts), severity=severity, confidence=confidence,
+            evidence=evidence, about_target=True, data=data,
+            remediation=self._remediation(w.namespace, cq),
+        )
+
+    def _cluster_finding(self, snap: Snapshot, cq: str, others: list[Violation],
+                         data: dict[str, Any]) -> Finding:
+        top = others[: int(self.opts["top"])]
+        longest = top[0]
+        cqs = sorted({v.cluster_queue for v in others})
+        title = (f"{len(others)} other pending workload(s) fit in unused nominal quota "
+                 f"(longest {human_duration(longest.seconds)}, ClusterQueue {longest.cluster_queue})")
+        listing = "; ".join(
+            f"{v.workload.ref()} in ClusterQueue {v.cluster_queue} for "
+            f"{human_duration(v.seconds) if v.seconds is not None else '?'}" for v in top)
+        message = (
+            f"Your workload does not fit in the unused nominal quota of ClusterQueue {cq}, so its wait is "
+            f"not a guarantee violation. Elsewhere in the cluster {len(others)} pending workload(s) in "
+            f"{len(cqs)} ClusterQueue(s) ({', '.join(cqs)}) do fit in their queue's unused guarantees and "
+            f"still wait: {listing}. That is the first sign that Kueue is stuck or slow (the talk's guarantee "
+            "violation); it may also slow your workload once it reaches the head of its queue.")
+        evidence = []
+        for v in top:
+            qr = v.workload.cond("QuotaReserved")
+            msg = f"; QuotaReserved=False: {qr.message}" if qr is not None and qr.false and qr.message else ""
+            evidence.append(ev(
+                "derived", f"fits in unused nominal quota of ClusterQueue {v.cluster_queue} "
+                f"(flavor {', '.join(v.fit.flavors)}), pending {human_duration(v.seconds)}{msg}",
+                kind="Workload", name=v.workload.name, namespace=v.workload.namespace,
+                field="status.conditions[type=QuotaReserved]", expected="QuotaReserved=True"))
+        return self.finding(
+            "guarantee-violation", title, message, severity=Severity.LOW, confidence=Confidence.MEDIUM,
+            evidence=evidence, about_target=False, data=data,
+            remediation=self._remediation(longest.workload.namespace, longest.cluster_queue),
+        )
+
+    # --- pieces --------------------------------------------------------------------------------------------
+    def _data(self, snap: Snapshot, cq: str, others: list[Violation]) -> dict[str, Any]:
+        tree = quota_tree(snap)
+        root = tree.root(cq)
+        node = tree.cluster_queues.get(cq)
+        by_cq: dict[str, int] = {}
+        for v in others:
+            by_cq[v.cluster_queue] = by_cq.get(v.cluster_queue, 0) + 1
+        return {
+            "cluster_queue": cq,
+            "cohort": node.parent if node else None,
+            "quota_table": [r.as_dict() for r in quota_table(snap, cq)],
+            "pending_requests": {r: format_quantity(q, r)
+                                 for r, q in sorted(pending_requests(snap, cq).items())},
+            "cohort_table": cohort_table(snap, root) if root else [],
+            "other_violations": {
+                "count": len(others),
+                "by_cluster_queue": by_cq,
+                "top": [{"workload": v.workload.ref(), "cluster_queue": v.cluster_queue,
+                         "minutes": None if v.minutes is None else round(v.minutes, 1),
+                         "flavors": v.fit.flavors} for v in others[: int(self.opts["top"])]],
+            },
+        }
+
+    @staticmethod
+    def _req_text(requests: dict[tuple[str, str], Any]) -> str:
+        return ", ".join(f"{format_quantity(q, r)} {r} (flavor {f})"
+                         for (f, r), q in sorted(requests.items()))
+
+    @staticmethod
+    def _row_text(r: QuotaRow) -> str:
+        res = r.resource
+        text = (f"nominal quota {format_quantity(r.nominal, res)} {res} in flavor {r.flavor}, "
+                f"{format_quantity(r.reserved, res)} reserved, {format_quantity(r.unused, res)} unused")
+        if r.borrowed:
+            text += f", {format_quantity(r.borrowed, res)} borrowed"
+        if r.pending:
+            text += f", {format_quantity(r.pending, res)} requested by pending workloads"
+        return text
+
+    @staticmethod
+    def _quota_evidence(snap: Snapshot, cq: str, frs: list[tuple[str, str]]) -> list[Evidence]:
+        out = []
+        quotas = cq_quotas(snap, cq)
+        for fr in frs:
+            q = quotas.get(fr)
+            if q is None:
+                continue
+            res = fr[1]
+            source = "recomputed from Workloads" if q.usage_source == "workloads" else \
+                "status.flavorsReservation"
+            observed = (f"flavor {fr[0]} {res}: nominalQuota {format_quantity(q.nominal, res)}, reserved "
+                        f"{format_quantity(q.usage, res)} ({source}), "
+                        f"unused {format_quantity(q.free_nominal, res)}")
+            if q.status_usage is not None and q.usage_mismatch:
+                observed += f"; status.flavorsReservation says {format_quantity(q.status_usage, res)}"
+            out.append(ev("object", observed, kind="ClusterQueue", name=cq,
+                          field=f"spec.resourceGroups[].flavors[name={fr[0]}].resources[name={res}].nominalQuota",
+                          expected="a workload that fits in unused nominal quota is admitted"))
+        return out
+
+    @staticmethod
+    def _metric_evidence(snap: Snapshot, cq: str, v: Violation) -> list[Evidence]:
+        store = metric_store(snap)
+        if not store:
+            return []
+        out = []
+        hist = pending_workloads_history(store, cq, snap.now)
+        if hist is not None:
+            seconds, selector = hist
+            out.append(ev("metric", f"{selector} > 0 for {human_duration(seconds)}", field=selector))
+        for resource in sorted({r for _, r in v.fit.requests()}):
+            series = store.select("kueue_cluster_queue_resource_pending", cluster_queue=cq, resource=resource)
+            latest = series[0].latest() if series else None
+            if latest is not None:
+                sel = series[0].selector()
+                out.append(ev("metric", f"{sel} = {latest[1]:g}", field=sel))
+        for selector in v.metric_selectors[:2]:
+            out.append(ev("metric", "history used to date the start of the violation", field=selector))
+        return out
+
+    @staticmethod
+    def _confidence(snap: Snapshot, cq: str, v: Violation) -> Confidence:
+        quotas = cq_quotas(snap, cq)
+        if any(quotas[fr].usage_mismatch for fr in v.fit.requests() if fr in quotas):
+            return Confidence.MEDIUM
+        if v.seconds is None:
+            return Confidence.LOW
+        return Confidence.HIGH
+
+    @staticmethod
+    def _remediation(namespace: str, cq: str) -> list[str]:
+        return [
+            "Follow the recipe: rule out fragmentation (`kueuediag why ... --select KD2`), check admission "
+            "and preemption rates (KD3xx), whether Kueue released the pods (KD4xx), the controller logs at "
+            "--zap-log-level=5 (KD5xx) and controller health (KD9xx).",
+            f"See what holds and what waits in the queue: `kubectl get workloads -n {namespace} -o wide` and "
+            f"`kubectl get clusterqueue {cq} -o yaml` (status.flavorsReservation, pendingWorkloads).",
+            "Stop-gap: evict preemption victims stuck terminating (`kubectl delete pod <pod> --force "
+            "--grace-period=0`) or borrowers holding the lent quota.",
+        ]
+
+
+__all__ = ["GuaranteeViolation"]

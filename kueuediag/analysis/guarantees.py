@@ -1,0 +1,357 @@
+"""Guarantee violations: pending workloads that fit in their ClusterQueue's unused nominal quota.
+
+The talk's first signal that something is wrong (seeds/talk-instrumenting-kueue-scheduling.txt): a tenant's
+queued workloads fit within its unallocated guarantees (nominal quota), yet they stay pending. This module
+finds every such workload cluster-wide and estimates *how long* it has been so.
+
+"Fits in unused nominal quota" is judged against the ClusterQueue's own reservation only: nominal quota that
+other ClusterQueues of the cohort borrowed still belongs to the guarantee (Kueue must reclaim it by
+preemption), so lent-out quota counts as unused here. Flavor eligibility (nodeLabels against the pod's
+nodeSelector/affinity, nodeTaints against its tolerations) and per-(flavor, resource) usage come from
+:mod:`kueuediag.analysis.quota` — this module adds no second quota model.
+
+How long: the workload has been pending since its ``QuotaReserved=False`` transition (else its queue-order
+time). The violation itself may be younger: if workloads of the same ClusterQueue finished after that moment
+and the pending workload would *not* have fitted while they held their quota, the violation began when the
+last needed release happened. When the snapshot carries Prometheus history of
+``kueue_cluster_queue_nominal_quota`` and ``kueue_cluster_queue_resource_reservation`` (Kueue config
+``metrics.enableClusterQueueResources: true``), the start is narrowed further to the beginning of the latest
+unbroken run of samples in which the unused nominal quota of the chosen flavor covered the request.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from kueuediag.analysis.quota import FlavorResourceQuota, cq_quotas, quota_tree, workload_fit
+from kueuediag.quantity import ZERO, format_quantity
+from kueuediag.snapshot.kueue import FlavorResource, WorkloadView, kueue_index, workloads_by_cluster_queue
+from kueuediag.snapshot.metrics import MetricStore, Series, metric_store, value_at
+from kueuediag.snapshot.model import Snapshot
+
+# --- fitting in unused nominal quota ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NominalChoice:
+    pod_set: str
+    flavor: str
+    requests: dict[str, Decimal]
+
+
+@dataclass(frozen=True)
+class NominalFit:
+    """Whether every pod set of a workload fits in unused nominal quota of some flavor it may use."""
+
+    fits: bool
+    choices: tuple[NominalChoice, ...] = ()
+    """one per pod set and resource group, in order, when it fits"""
+    shortfall: str = ""
+    """when it does not fit: the closest miss, e.g. `needs 8 nvidia.com/gpu in flavor a100, 3 unused`"""
+
+    @property
+    def flavors(self) -> list[str]:
+        return sorted({c.flavor for c in self.choices})
+
+    def requests(self) -> dict[FlavorResource, Decimal]:
+        out: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
+        for c in self.choices:
+            for r, q in c.requests.items():
+                out[(c.flavor, r)] += q
+        return dict(out)
+
+
+def nominal_fit(snap: Snapshot, w: WorkloadView,
+                extra_usage: dict[FlavorResource, Decimal] | None = None) -> NominalFit | None:
+    """Greedy like Kueue's flavor assigner: per pod set and resource group, the first eligible flavor (in
+    ClusterQueue order) where reserved + earlier pod sets + this request <= nominal for every requested
+    resource. `extra_usage` is added to the reservation (to ask "would it have fitted before X finished?").
+    None when the workload has no known ClusterQueue."""
+    fit = workload_fit(snap, w)
+    if fit is None:
+        return None
+    extra = extra_usage or {}
+    assigned: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
+    choices: list[NominalChoice] = []
+    for ps in fit.pod_sets:
+        if ps.uncovered:
+            return NominalFit(False, shortfall=f"pod set {ps.pod_set}: {', '.join(ps.uncovered)} not covered "
+                                               f"by ClusterQueue {fit.cluster_queue}")
+        for group in ps.groups:
+            picked = None
+            best_miss: tuple[Decimal, str] | None = None
+            for ff in group.flavors:
+                if not ff.eligible:
+                    continue
+                ok = True
+                for rf in ff.resources:
+                    fr = (ff.flavor, rf.resource)
+                    unused = rf.quota.nominal - rf.quota.usage - extra.get(fr, ZERO) - assigned[fr]
+                    if rf.request > unused:
+                        ok = False
+                        miss = rf.request - unused
+                        text = (f"needs {format_quantity(rf.request, rf.resource)} {rf.resource} in flavor "
+                                f"{ff.flavor}, {format_quantity(max(ZERO, unused), rf.resource)} unused in "
+                                f"nominal quota")
+                        if best_miss is None or miss < best_miss[0]:
+                            best_miss = (miss, text)
+                if ok:
+                    picked = ff
+                    break
+            if picked is None:
+                why = best_miss[1] if best_miss else "no flavor it may use (nodeLabels/nodeTaints)"
+                return NominalFit(False, shortfall=f"pod set {ps.pod_set}: {why}")
+            for rf in picked.resources:
+                assigned[(picked.flavor, rf.resource)] += rf.request
+            choices.append(NominalChoice(ps.pod_set, picked.flavor,
+                                         {rf.resource: rf.request for rf in picked.resources}))
+    return NominalFit(True, tuple(choices))
+
+
+# --- how long ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Violation:
+    workload: WorkloadView
+    cluster_queue: str
+    fit: NominalFit
+    pending_since: datetime | None
+    pending_source: str
+    since: datetime | None
+    """best estimate of when the violation began (never before pending_since)"""
+    since_source: str
+    seconds: float | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    metric_selectors: tuple[str, ...] = ()
+    released_by: WorkloadView | None = None
+    """the finished workload whose quota release made the fit possible (when that dated the start)"""
+
+    @property
+    def minutes(self) -> float | None:
+        return None if self.seconds is None else self.seconds / 60
+
+
+def pending_since(w: WorkloadView) -> tuple[datetime | None, str]:
+    qr = w.cond("QuotaReserved")
+    if qr is not None and qr.false and qr.last_transition is not None:
+        return qr.last_transition, f"QuotaReserved=False ({qr.reason}) since"
+    t = w.queue_order_time
+    if t is not None and t != w.created:
+        return t, "requeued at"
+    return w.created, "created at"
+
+
+def is_pending(w: WorkloadView) -> bool:
+    """Waiting for quota: no reservation, active, not finished."""
+    return w.state == "pending" and w.active
+
+
+def _releases(snap: Snapshot, cq: str, after: datetime) -> list[tuple[datetime, WorkloadView]]:
+    """Workloads of `cq` that finished after `after` (their status.admission still says what they held)."""
+    out = []
+    for other in workloads_by_cluster_queue(snap).get(cq, []):
+        fin = other.cond("Finished")
+        if fin is not None and fin.true and fin.last_transition and fin.last_transition > after \
+                and other.admission_cq == cq and other.assignments:
+            out.append((fin.last_transition, other))
+    out.sort(key=lambda x: x[0], reverse=True)
+    return out
+
+
+def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
+                  now: datetime) -> tuple[datetime | None, list[str]]:
+    """Start of the latest unbroken run (ending at the newest sample) where nominal − reservation covered the
+    request in every chosen (flavor, resource) that has both series; None when no such series exist."""
+    runs: list[float] = []
+    selectors: list[str] = []
+    for (flavor, resource), need in sorted(fit.requests().items()):
+        nominal = store.select("kueue_cluster_queue_nominal_quota", cluster_queue=cq, flavor=flavor,
+                               resource=resource)
+        reserved = store.select("kueue_cluster_queue_resource_reservation", cluster_queue=cq, flavor=flavor,
+                                resource=resource)
+        if not nominal or not reserved:
+            continue  # e.g. only the GPU quota is exported: date the violation by what is there
+        selectors += [nominal[0].selector(), reserved[0].selector()]
+        start = _run_start(nominal[0], reserved[0], need, now.timestamp())
+        if start is None:
+            return None, selectors
+        runs.append(start)
+    if not runs:
+        return None, []
+    since = datetime.fromtimestamp(max(runs), UTC)
+    return max(since, floor), selectors
+
+
+def _run_start(nominal: Series, reserved: Series, need: Decimal, now: float) -> float | None:
+    times = sorted(t for t in {p[0] for p in nominal.points} | {p[0] for p in reserved.points} if t <= now)
+    start: float | None = None
+    for t in reversed(times):
+        n, r = value_at(nominal, t), value_at(reserved, t)
+        if n is None or r is None:
+            break
+        if Decimal(repr(n)) - Decimal(repr(r)) >= need:
+            start = t
+        else:
+            break
+    return start
+
+
+def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
+    """The guarantee violation of one pending workload; None when it does not fit in unused nominal quota."""
+    if not is_pending(w):
+        return None
+    fit = nominal_fit(snap, w)
+    if fit is None or not fit.fits:
+        return None
+    cq = fit_cq(snap, w)
+    since0, source0 = pending_since(w)
+    since, source = since0, f"{source0} {_iso(since0)}" if since0 else "unknown"
+    notes: list[str] = []
+    released_by: WorkloadView | None = None
+    if since0 is not None:
+        held: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
+        for when, other in _releases(snap, cq, since0):
+            for fr, q in other.usage().items():
+                held[fr] += q
+            again = nominal_fit(snap, w, dict(held))
+            if again is not None and not again.fits:
+                since, source = when, f"Workload {other.ref()} finished at {_iso(when)} and freed the quota"
+                notes.append(source)
+                released_by = other
+                break
+    selectors: list[str] = []
+    store = metric_store(snap)
+    if store and since is not None:
+        msince, selectors = _metric_since(store, cq, fit, since, snap.now)
+        if msince is not None and msince > since:
+            since, source = msince, f"metrics: unused nominal quota covered the request since {_iso(msince)}"
+            notes.append(source)
+    seconds = snap.age_seconds(since) if since is not None else None
+    return Violation(w, cq, fit, since0, source0, since, source, seconds, tuple(notes), tuple(selectors),
+                     released_by)
+
+
+def fit_cq(snap: Snapshot, w: WorkloadView) -> str:
+    fit = workload_fit(snap, w)
+    return fit.cluster_queue if fit is not None else ""
+
+
+def guarantee_violations(snap: Snapshot) -> list[Violation]:
+    """Every pending workload in the snapshot that fits in its ClusterQueue's unused nominal quota, longest
+    first (memoised)."""
+
+    def build() -> list[Violation]:
+        out: list[Violation] = []
+        idx = kueue_index(snap)
+        for cq, wls in sorted(workloads_by_cluster_queue(snap).items()):
+            if cq not in idx.cluster_queues:
+                continue
+            for w in wls:
+                v = violation_for(snap, w)
+                if v is not None:
+                    out.append(v)
+        out.sort(key=lambda v: (-(v.seconds or 0), v.workload.namespace, v.workload.name))
+        return out
+
+    return snap.memo("guarantee-violations", build)
+
+
+# --- the per-flavor/resource table --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuotaRow:
+    flavor: str
+    resource: str
+    nominal: Decimal
+    reserved: Decimal
+    borrowed: Decimal
+    lent: Decimal
+    unused: Decimal
+    pending: Decimal
+    """requests of pending workloads of the ClusterQueue that may use this flavor"""
+
+    def as_dict(self) -> dict[str, str]:
+        r = self.resource
+        return {"flavor": self.flavor, "resource": r, "nominal": format_quantity(self.nominal, r),
+                "reserved": format_quantity(self.reserved, r), "borrowed": format_quantity(self.borrowed, r),
+                "lent": format_quantity(self.lent, r), "unused": format_quantity(self.unused, r),
+                "pending": format_quantity(self.pending, r)}
+
+
+def quota_table(snap: Snapshot, cq: str) -> list[QuotaRow]:
+    """Per (flavor, resource): nominal, reserved, borrowed, lent, unused nominal, pending requests."""
+    pending: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
+    for w in workloads_by_cluster_queue(snap).get(cq, []):
+        if not is_pending(w):
+            continue
+        fit = workload_fit(snap, w)
+        if fit is None:
+            continue
+        for ps in fit.pod_sets:
+            for group in ps.groups:
+                for ff in group.flavors:
+                    if ff.eligible:
+                        for rf in ff.resources:
+                            pending[(ff.flavor, rf.resource)] += rf.request
+    rows = []
+    for (flavor, resource), q in cq_quotas(snap, cq).items():
+        rows.append(_row(q, pending.get((flavor, resource), ZERO)))
+    return rows
+
+
+def _row(q: FlavorResourceQuota, pending: Decimal) -> QuotaRow:
+    return QuotaRow(q.flavor, q.resource, q.nominal, q.usage, q.borrowed, q.lent_out, q.free_nominal, pending)
+
+
+def pending_requests(snap: Snapshot, cq: str) -> dict[str, Decimal]:
+    """Σ requests of the ClusterQueue's pending workloads per resource (what
+    kueue_cluster_queue_resource_pending reports since v0.18)."""
+    out: dict[str, Decimal] = defaultdict(lambda: ZERO)
+    for w in workloads_by_cluster_queue(snap).get(cq, []):
+        if is_pending(w):
+            for r, q in w.total_requests().items():
+                out[r] += q
+    return dict(out)
+
+
+def cohort_table(snap: Snapshot, cohort: str) -> list[dict[str, str]]:
+    """SubtreeQuota and usage per (flavor, resource) of a cohort."""
+    tree = quota_tree(snap)
+    node = tree.cohorts.get(cohort)
+    if node is None:
+        return []
+    rows = []
+    for fr in sorted(set(node.subtree_quota) | set(node.usage)):
+        sq, used = node.subtree_quota.get(fr, ZERO), node.usage.get(fr, ZERO)
+        rows.append({"cohort": cohort, "flavor": fr[0], "resource": fr[1],
+                     "subtree_quota": format_quantity(sq, fr[1]), "usage": format_quantity(used, fr[1]),
+                     "unused": format_quantity(max(ZERO, sq - used), fr[1])})
+    return rows
+
+
+def pending_workloads_history(store: MetricStore, cq: str, now: datetime) -> tuple[float, str] | None:
+    """Seconds that `kueue_pending_workloads{cluster_queue=cq}` (summed over status) has been > 0 without a
+    break, ending at the newest sample; None without the metric."""
+    series = store.select("kueue_pending_workloads", cluster_queue=cq)
+    if not series:
+        return None
+    times = sorted({t for s in series for t, _ in s.points if t <= now.timestamp()})
+    start: float | None = None
+    for t in reversed(times):
+        total = sum(v for v in (value_at(s, t) for s in series) if v is not None)
+        if total > 0:
+            start = t
+        else:
+            break
+    if start is None:
+        return 0.0, series[0].selector()
+    return now.timestamp() - start, f'kueue_pending_workloads{{cluster_queue="{cq}"}}'
+
+
+def _iso(t: datetime | None) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if t else "?"
