@@ -118,6 +118,9 @@ def _convert(schema: Any) -> Any:
             out[key] = {k: _convert(v) for k, v in value.items()}
         elif key in ("items", "additionalProperties", "not", "allOf", "anyOf", "oneOf"):
             out[key] = _convert(value)
+        elif key == "pattern" and isinstance(value, str) and "(?i)" in value:
+            # Go RE2 accepts an inline flag after `^`; Python only at the start of the pattern.
+            out[key] = "(?i)" + value.replace("(?i)", "")
         else:
             out[key] = value
     if schema.get("x-kubernetes-int-or-string") and "type" not in out and "anyOf" not in out:
