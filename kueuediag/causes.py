@@ -196,6 +196,12 @@ CAUSES: tuple[Cause, ...] = (
     Cause("not-pending", Layer.NONE, Tier.NONE, "The workload is not pending",
           "The workload is admitted and running, or finished.",
           "Nothing to do for Kueue; if pods misbehave, look at the pods themselves."),
+    Cause("pods-not-starting", _N, Tier.ROOT, "Pods are placed but their containers cannot start",
+          "Kueue admitted the workload and kube-scheduler bound its pods, but the kubelet cannot start them "
+          "(ErrImagePull / ImagePullBackOff: wrong image name or tag, missing pull secret or registry "
+          "permission). With waitForPodsReady the workload is evicted and requeued after the timeout.",
+          "Fix the image reference or pull credentials (imagePullSecrets, node service account access to the "
+          "registry); `kubectl describe pod <pod>` shows the kubelet's exact error."),
 )
 
 BY_SLUG: dict[str, Cause] = {c.slug: c for c in CAUSES}

@@ -1,0 +1,418 @@
+"""KD401 release-state: has Kueue released the workload to Kubernetes, and what does Kubernetes do with it?"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kueuediag.analysis.capacity import Demand, fmt_qty, holes, main_resource, matching_nodes, place
+from kueuediag.analysis.scheduling import (
+    ImagePullFailure,
+    PodScheduling,
+    SchedulingFailure,
+    image_pull_failures,
+    pod_scheduling,
+)
+from kueuediag.check import Check, ev
+from kueuediag.models import Evidence, Finding, Severity
+from kueuediag.quantity import ZERO
+from kueuediag.snapshot.k8s import PodView, meta
+from kueuediag.snapshot.kueue import WorkloadView, events_for, nodes, workload_pods
+from kueuediag.snapshot.model import Part, Snapshot
+from kueuediag.target import Target
+from kueuediag.timeutil import human_duration, parse_time_lenient
+
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+KUEUE_GATES = (ADMISSION_GATE, TOPOLOGY_GATE)
+
+SUSPEND_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    # (API group, kind) → path of the boolean Kueue keeps true until admission (kueue-facts §7.2)
+    ("batch", "Job"): ("spec", "suspend"),
+    ("jobset.x-k8s.io", "JobSet"): ("spec", "suspend"),
+    ("ray.io", "RayJob"): ("spec", "suspend"),
+    ("ray.io", "RayCluster"): ("spec", "suspend"),
+    ("ray.io", "RayService"): ("spec", "rayClusterConfig", "suspend"),
+    ("kubeflow.org", "MPIJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org", "PyTorchJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org", "TFJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org", "XGBoostJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org", "PaddleJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org", "JAXJob"): ("spec", "runPolicy", "suspend"),
+    ("trainer.kubeflow.org", "TrainJob"): ("spec", "suspend"),
+    ("workload.codeflare.dev", "AppWrapper"): ("spec", "suspend"),
+    ("sparkoperator.k8s.io", "SparkApplication"): ("spec", "suspend"),
+}
+
+
+@dataclass(frozen=True)
+class HeldBy:
+    """One thing still holding the workload back from Kubernetes."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    field: str
+    observed: str
+    gate: str | None = None
+
+
+def suspend_field(obj: dict[str, Any]) -> tuple[str, bool | None] | None:
+    """(dotted path, value) of the integration's suspend flag, or None for kinds held by pod gates."""
+    group = obj.get("apiVersion", "").rpartition("/")[0]
+    path = SUSPEND_FIELDS.get((group, obj.get("kind", "")))
+    if path is None:
+        return None
+    cur: Any = obj
+    for key in path:
+        cur = cur.get(key) if isinstance(cur, dict) else None
+    return ".".join(path), cur if isinstance(cur, bool) else None
+
+
+class ReleaseState(Check):
+    """Checks whether Kueue has released an admitted workload to Kubernetes, and why its pods do not run.
+
+    What it detects:
+        For an admitted Workload: pods that still carry the `kueue.x-k8s.io/admission` (or
+        `kueue.x-k8s.io/topology`) scheduling gate, or a job whose suspend flag is still true (batch Job and
+        JobSet `spec.suspend`, RayService `spec.rayClusterConfig.suspend`, MPIJob/Kubeflow jobs
+        `spec.runPolicy.suspend`, ...) longer than a grace period → `gate-not-removed`. Once released: pods that
+        kube-scheduler cannot place (`PodScheduled=False` reason `Unschedulable` and `FailedScheduling` events,
+        parsed into per-reason node counts), split into `fragmentation` when enough room is free in total but
+        no node has a hole of the pod's shape, and `kube-unschedulable` otherwise (taints, affinity, unbound
+        PersistentVolumeClaims, full nodes); and bound pods whose images cannot be pulled → `pods-not-starting`.
+        A pending (not admitted) workload whose pods are gated or whose job is suspended is normal: clear.
+
+    Why the workload stays pending:
+        Kueue only admits; it then releases the job by unsuspending it or removing the pods' scheduling gate.
+        If that step does not happen, the job never reaches kube-scheduler although its quota is taken. If it
+        does, the pods are kube-scheduler's business and Kueue cannot explain a failure there.
+
+    Evidence:
+        The Workload's `Admitted` condition and its age, the pod's `spec.schedulingGates` or the job's suspend
+        field, the pod's `PodScheduled` condition and newest `FailedScheduling` event, per-node free room for
+        the fragmentation split, container `waiting` reasons for image pulls.
+
+    How to fix:
+        gate-not-removed: read the Kueue controller logs for the job (`Job admitted, unsuspending`), check its
+        webhooks and restart the controller if it is stuck. kube-unschedulable: fix the constraint the
+        scheduler names (flavor `tolerations` for an untolerated taint, nodeSelector/nodeLabels, the PVC's
+        StorageClass). fragmentation: see KD201. pods-not-starting: fix the image or pull credentials.
+
+    Example:
+        `pod whisper-batch-0-x2k8r unschedulable for 12m: 3 node(s) had untolerated taint
+        {cloud.google.com/gke-spot: true}, 2 node(s) didn't match Pod's node affinity/selector [kube-unschedulable]`
+    """
+
+    code = "KD401"
+    name = "release-state"
+    requires = (Part.WORKLOADS,)
+    default_severity = Severity.HIGH
+    options = {"grace_seconds": 60}
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        w = target.workload
+        assert w is not None
+        if w.state != "admitted":
+            # Pending or quota-reserved (admission checks still running): gates and suspend are expected.
+            return []
+        admitted = w.cond("Admitted")
+        since = admitted.last_transition if admitted else None
+        age = snapshot.age_seconds(since)
+        owner = _owner(snapshot, w, target)
+        pods = [p for p in workload_pods(snapshot, w) if not p.terminal]
+        held = _held(owner, pods)
+        if held:
+            if age is not None and age < float(self.opts["grace_seconds"]):
+                return []
+            return [self._not_released(w, held, age)]
+        findings: list[Finding] = []
+        pending = [p for p in pods if not p.node and not p.terminating]
+        scheds = [s for s in (pod_scheduling(snapshot, p) for p in pending) if s.failure is not None]
+        if scheds:
+            findings.append(self._unschedulable(snapshot, w, scheds, len(pending)))
+        pulls = [(p, image_pull_failures(p)) for p in pods if p.node]
+        pulls = [(p, f) for p, f in pulls if f]
+        if pulls:
+            findings.append(self._image_pull(snapshot, w, pulls))
+        return findings
+
+    # --- not released ----------------------------------------------------------------------------------------
+    def _not_released(self, w: WorkloadView, held: list[HeldBy], age: float | None) -> Finding:
+        first = held[0]
+        when = f" {human_duration(age)} ago" if age is not None else ""
+        what = (f"pod {first.name} still carries scheduling gate {first.gate}" if first.gate
+                else f"{first.kind} {first.name} still has {first.field}=true")
+        more = f" (and {len(held) - 1} more)" if len(held) > 1 else ""
+        title = f"admitted{when} but not released: {what}{more}"
+        topo_only = all(h.gate == TOPOLOGY_GATE for h in held)
+        if topo_only:
+            step = ("Kueue removes the `kueue.x-k8s.io/topology` gate only after injecting the topology assignment "
+                    "(node selectors) into each pod; the topology ungater has not done so.")
+        elif first.gate:
+            step = ("For plain pods (and Deployment, StatefulSet, LeaderWorkerSet pods) Kueue releases an admitted "
+                    "workload by removing the `kueue.x-k8s.io/admission` scheduling gate; until then "
+                    "kube-scheduler does not even look at the pod (PodScheduled reason SchedulingGated).")
+        else:
+            step = (f"Kueue releases a {first.kind} by setting {first.field} to false at admission (controller log "
+                    "`Job admitted, unsuspending`); until then no pods are created.")
+        message = (f"The Workload {w.namespace}/{w.name} has been admitted by ClusterQueue {w.admission_cq}{when}, "
+                   f"so its quota is taken, but Kueue has not released it to Kubernetes. {step} The job reconciler "
+                   "is stuck or failing for this job: the scheduling problem is in the Kueue layer, not in "
+                   "kube-scheduler.")
+        adm = w.cond("Admitted")
+        evidence: list[Evidence] = [
+            ev("condition", f"Admitted=True ({adm.reason if adm else '?'}){when}", kind="Workload", name=w.name,
+               namespace=w.namespace, field="status.conditions[type=Admitted]"),
+        ]
+        for h in held[:8]:
+            evidence.append(ev("object", h.observed, kind=h.kind, name=h.name, namespace=h.namespace, field=h.field,
+                               expected="no Kueue scheduling gate" if h.gate else "false"))
+        job = f"{first.kind.lower()}/{first.name}" if not first.gate else f"pod/{first.name}"
+        remediation = [
+            "Read the Kueue controller log for this job: `kubectl -n kueue-system logs "
+            f"deploy/kueue-controller-manager | grep {w.name}` (raise `--zap-log-level` to 5 if nothing shows); "
+            "look for webhook or update errors.",
+            "If the controller is wedged (no recent reconciles), restart it: "
+            "`kubectl -n kueue-system rollout restart deploy/kueue-controller-manager`.",
+            f"Do not remove the gate or unsuspend {job} by hand: Kueue injects the flavor's nodeSelector and "
+            "tolerations when it releases the job, and a manual release skips that.",
+        ]
+        return self.finding("gate-not-removed", title, message, evidence=evidence, remediation=remediation,
+                            data={"held": [h.name for h in held], "gates": sorted({h.gate for h in held if h.gate}),
+                                  "admitted_seconds_ago": round(age) if age is not None else None})
+
+    # --- released but unschedulable --------------------------------------------------------------------------
+    def _unschedulable(self, snap: Snapshot, w: WorkloadView, scheds: list[PodScheduling], pending: int) -> Finding:
+        first = scheds[0]
+        failure = first.failure
+        assert failure is not None
+        pod = first.pod
+        age = snap.age_seconds(first.since)
+        for_ = f" for {human_duration(age)}" if age is not None else ""
+        counts = failure.counts()
+        data: dict[str, Any] = {"pod": pod.name, "pending_pods": pending, "total_nodes": failure.total_nodes,
+                                "reasons": counts, "failed_scheduling_events": first.events}
+        evidence = [
+            ev("event" if first.source == "event" else "condition", failure.raw, kind="Pod", name=pod.name,
+               namespace=pod.namespace,
+               field="FailedScheduling" if first.source == "event" else "status.conditions[type=PodScheduled]"),
+        ]
+        adm = w.cond("Admitted")
+        evidence.append(ev("condition", f"Admitted=True ({adm.reason if adm else '?'})", kind="Workload", name=w.name,
+                           namespace=w.namespace, field="status.conditions[type=Admitted]"))
+        frag = _fragmentation(snap, pod, [s.pod for s in scheds], failure) if failure.insufficient() else None
+        if frag is not None:
+            res, per_pod, h_total, largest, layout, slots, count, hist, biggest = frag
+            title = (f"released, but no node has a {per_pod} {res} hole: {h_total} free ({layout}), largest "
+                     f"{largest}, {slots} slots for {count} pod(s)")
+            message = (
+                f"Kueue released the workload, but kube-scheduler has reported{for_}: {failure.summary()}. "
+                f"The nodes the pod may use have {h_total} {res} free in total ({layout}), enough for the "
+                f"request, but the largest hole is {largest} and {count} pod(s) of {per_pod} {res} need one "
+                f"node each: the free capacity is fragmented. Nodes by free {res}: {hist}."
+            )
+            data.update({"resource": res, "per_pod": per_pod, "total_free": h_total, "largest_hole": largest,
+                         "layout": layout, "slots": slots})
+            evidence.append(ev("derived", f"free {res} per node: {layout} (total {h_total}, largest hole {largest})",
+                               kind="Node", name=biggest, field=f"status.allocatable[{res}] - pod requests",
+                               expected=f">= {per_pod} free on one node"))
+            return self.finding("fragmentation", title, message, evidence=evidence, data=data,
+                                remediation=["See KD201 (fragmentation) for the hole histogram and the node to "
+                                             "drain.",
+                                             "Enable topology-aware scheduling on the flavor so Kueue admits only "
+                                             "what fits on the nodes."])
+        if failure.has("unbound-pvc"):
+            claims = _claims(pod)
+            states = []
+            for c in claims:
+                pvc = snap.get("PersistentVolumeClaim", c, pod.namespace)
+                phase = ((pvc or {}).get("status") or {}).get("phase", "missing") if pvc else "missing"
+                states.append(f"{c} ({phase})")
+                evidence.append(ev("object", f"phase {phase}", kind="PersistentVolumeClaim", name=c,
+                                   namespace=pod.namespace, field="status.phase", expected="Bound"))
+                for e in events_for(snap, "PersistentVolumeClaim", pod.namespace, c)[-1:]:
+                    evidence.append(ev("event", f"{e.reason}: {e.message}", kind="PersistentVolumeClaim", name=c,
+                                       namespace=pod.namespace, field=e.reason))
+            title = (f"pod {pod.name} unschedulable{for_}: unbound PersistentVolumeClaim "
+                     f"{', '.join(states) or '(unknown claim)'}")
+            message = (f"Kueue released the workload, but kube-scheduler cannot place pod {pod.name}: pod has unbound "
+                       "immediate PersistentVolumeClaims. The claim has no volume and its StorageClass uses "
+                       "`volumeBindingMode: Immediate`, so provisioning must succeed before scheduling.")
+            remediation = [f"`kubectl -n {pod.namespace} describe pvc {claims[0] if claims else '<claim>'}`: fix the "
+                           "StorageClass/provisioner error it shows, or use a StorageClass with "
+                           "`volumeBindingMode: WaitForFirstConsumer`."]
+            return self.finding("kube-unschedulable", title, message, evidence=evidence, remediation=remediation,
+                                data=data)
+        title = f"pod {pod.name} unschedulable{for_}: {failure.summary()}"
+        if len(scheds) > 1:
+            title += f" ({len(scheds)} pods)"
+        message = (f"Kueue released the workload ({len(scheds)} of {pending} pending pod(s) have a scheduling "
+                   f"failure), but kube-scheduler cannot place it: 0/{failure.total_nodes} nodes are available. "
+                   + " ".join(_explain(r.kind, r.count, r.text) for r in
+                              sorted(failure.reasons, key=lambda r: -(r.count or 0))))
+        remediation = self._unschedulable_fix(snap, w, pod, failure)
+        for r in failure.reasons:
+            if r.kind == "untolerated-taint" and r.taint:
+                key = r.taint.split(":", 1)[0].strip()
+                tainted = [n for n in nodes(snap) if any(t.get("key") == key for t in n.taints)]
+                for n in tainted[:4]:
+                    t = next(t for t in n.taints if t.get("key") == key)
+                    evidence.append(ev("object", f"taint {key}={t.get('value', '')}:{t.get('effect')}", kind="Node",
+                                       name=n.name, field="spec.taints",
+                                       expected="a toleration in the pod (or the ResourceFlavor)"))
+        return self.finding("kube-unschedulable", title, message, evidence=evidence, remediation=remediation,
+                            data=data)
+
+    def _unschedulable_fix(self, snap: Snapshot, w: WorkloadView, pod: PodView,
+                           failure: SchedulingFailure) -> list[str]:
+        out: list[str] = []
+        flavors = sorted({f for a in w.assignments for f in a.flavors.values()})
+        flavor = flavors[0] if flavors else "<flavor>"
+        for r in failure.reasons:
+            if r.kind == "untolerated-taint" and r.taint:
+                key, _, value = (s.strip() for s in r.taint.partition(":"))
+                effect = "NoSchedule"
+                for n in nodes(snap):
+                    for t in n.taints:
+                        if t.get("key") == key:
+                            effect = str(t.get("effect") or effect)
+                tol = (f'{{"key":"{key}","operator":"Equal","value":"{value}","effect":"{effect}"}}' if value
+                       else f'{{"key":"{key}","operator":"Exists","effect":"{effect}"}}')
+                out.append(f"Add the toleration to ResourceFlavor {flavor} so Kueue injects it at admission: "
+                           f"`kubectl patch resourceflavor {flavor} --type merge -p "
+                           f"'{{\"spec\":{{\"tolerations\":[{tol}]}}}}'` (or add it to the job's pod template); "
+                           "declaring the taint in the flavor's `nodeTaints` makes Kueue refuse such jobs instead "
+                           "of admitting them.")
+            elif r.kind == "node-affinity":
+                sel = (pod.obj.get("spec") or {}).get("nodeSelector") or {}
+                out.append(f"Check the pod's nodeSelector {sel} (the flavor's nodeLabels are injected at admission) "
+                           "against the node labels: `kubectl get nodes -L " + ",".join(sel) + "`.")
+            elif r.kind == "unschedulable-node":
+                out.append("Cordoned nodes give no room: `kubectl get nodes | grep SchedulingDisabled`; uncordon "
+                           "repaired nodes.")
+            elif r.kind == "insufficient":
+                out.append(f"Nodes lack {r.resource}: quota admits more than the nodes can hold (nominal quota "
+                           "larger than the flavor's nodes, or pods outside Kueue use the room); align quota with "
+                           "node capacity or add nodes.")
+        if not out:
+            out.append("Fix the constraint the FailedScheduling event names (`kubectl describe pod "
+                       f"{pod.name} -n {pod.namespace}`).")
+        return out
+
+    # --- bound but not starting ------------------------------------------------------------------------------
+    def _image_pull(self, snap: Snapshot, w: WorkloadView,
+                    pulls: Sequence[tuple[PodView, list[ImagePullFailure]]]) -> Finding:
+        pod, fails = pulls[0]
+        f = fails[0]
+        started = _pod_time(pod)
+        age = snap.age_seconds(started)
+        for_ = f" for {human_duration(age)}" if age is not None else ""
+        title = f"pod {pod.name} cannot pull image {f.image}: {f.reason}{for_}"
+        if len(pulls) > 1:
+            title += f" ({len(pulls)} pods)"
+        evidence = [ev("object", f"{f.reason}: {f.message}".rstrip(": "), kind="Pod", name=pod.name,
+                       namespace=pod.namespace, field=f"status.containerStatuses[name={f.container}].state.waiting")]
+        failed = [e for e in events_for(snap, "Pod", pod.namespace, pod.name) if e.reason == "Failed"]
+        if failed:
+            evidence.append(ev("event", failed[-1].message, kind="Pod", name=pod.name, namespace=pod.namespace,
+                               field="Failed"))
+        message = (f"Kueue admitted and released the workload and kube-scheduler bound pod {pod.name} to node "
+                   f"{pod.node}, but the kubelet cannot pull image {f.image} for container {f.container} "
+                   f"({f.reason}). The quota stays taken while the pod waits; with waitForPodsReady Kueue evicts "
+                   "and requeues the workload after the timeout.")
+        remediation = [f"`kubectl -n {pod.namespace} describe pod {pod.name}` shows the registry's error; fix the "
+                       "image name/tag or the pull credentials (imagePullSecrets, node service account access to the "
+                       "registry), then recreate the job."]
+        return self.finding("pods-not-starting", title, message, evidence=evidence, remediation=remediation,
+                            data={"pod": pod.name, "image": f.image, "reason": f.reason,
+                                  "pods": [p.name for p, _ in pulls]})
+
+
+# --- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _owner(snap: Snapshot, w: WorkloadView, target: Target) -> dict[str, Any] | None:
+    if w.owner and w.owner.get("uid"):
+        obj = snap.by_uid(str(w.owner["uid"]))
+        if obj is not None:
+            return obj
+    return target.owner
+
+
+def _held(owner: dict[str, Any] | None, pods: list[PodView]) -> list[HeldBy]:
+    out: list[HeldBy] = []
+    if owner is not None:
+        sf = suspend_field(owner)
+        if sf is not None and sf[1] is True:
+            m = meta(owner)
+            out.append(HeldBy(kind=owner.get("kind", "?"), name=m.get("name", "?"), namespace=m.get("namespace"),
+                              field=sf[0], observed=f"{sf[0]}: true"))
+    for p in pods:
+        for gate in p.scheduling_gates:
+            if gate in KUEUE_GATES:
+                out.append(HeldBy(kind="Pod", name=p.name, namespace=p.namespace, field="spec.schedulingGates",
+                                  observed=f"schedulingGates: [{', '.join(p.scheduling_gates)}]", gate=gate))
+                break
+    return out
+
+
+def _claims(pod: PodView) -> list[str]:
+    out = []
+    for v in (pod.obj.get("spec") or {}).get("volumes") or ():
+        claim = ((v or {}).get("persistentVolumeClaim") or {}).get("claimName")
+        if claim:
+            out.append(str(claim))
+    return out
+
+
+def _pod_time(pod: PodView) -> datetime | None:
+    status = pod.obj.get("status") or {}
+    return parse_time_lenient(status.get("startTime")) or parse_time_lenient(meta(pod.obj).get("creationTimestamp"))
+
+
+_EXPLAIN = {
+    "insufficient": "{n} node(s) lack free {text}.",
+    "untolerated-taint": "{n} node(s) carry a taint the pod does not tolerate ({text}).",
+    "node-affinity": "{n} node(s) do not match the pod's nodeSelector/affinity (Kueue injects the flavor's "
+                     "nodeLabels).",
+    "unschedulable-node": "{n} node(s) are cordoned.",
+    "preemption-not-helpful": "",
+}
+
+
+def _explain(kind: str, count: int | None, text: str) -> str:
+    template = _EXPLAIN.get(kind)
+    if template is None:
+        return f"{count} node(s): {text}." if count is not None else f"{text}."
+    return template.format(n=count, text=text.removeprefix("Insufficient "))
+
+
+def _fragmentation(snap: Snapshot, pod: PodView, pending: list[PodView],
+                   failure: SchedulingFailure) -> tuple[str, str, str, str, str, int, int, str, str] | None:
+    """When nodes exist in the snapshot: (resource, per pod, total free, largest, layout, slots, pods, histogram,
+    node with the largest hole) if the pending pods' total fits in the free room of the nodes they may use but no
+    placement exists."""
+    if not nodes(snap):
+        return None
+    spec = pod.obj.get("spec") or {}
+    shape = pod.requests
+    same = [p for p in pending if p.requests == shape]
+    res = main_resource(shape)
+    if res not in failure.insufficient() and not failure.insufficient():
+        return None
+    match = matching_nodes(snap, None, spec)
+    h = holes(match.nodes, res)
+    per = shape.get(res, ZERO)
+    need = per * len(same)
+    if per <= ZERO or h.total_free < need:
+        return None
+    placement = place(match.nodes, [Demand("pending", dict(shape), len(same))])
+    if placement.fits:
+        return None
+    slots = sum(placement.slots.values())
+    return (res, fmt_qty(per), fmt_qty(h.total_free), fmt_qty(h.largest), h.layout(), slots, len(same),
+            h.histogram_text(), h.per_node[0][0] if h.per_node else "?")
+
