@@ -11,11 +11,8 @@ from kueuediag.check import Check
 
 _MODULES: tuple[tuple[str, str], ...] = (
     ("kueuediag_checks.workload_state", "WorkloadState"),
-    ("kueuediag_checks.quota", "QuotaCheck"),
-    ("kueuediag_checks.queue_position", "QueuePosition"),
-    ("kueuediag_checks.fragmentation", "Fragmentation"),
-    ("kueuediag_checks.release_state", "ReleaseState"),
     ("kueuediag_checks.guarantee_violation", "GuaranteeViolation"),
+    ("kueuediag_checks.fair_sharing", "FairSharing"),
 )
 
 

@@ -191,8 +191,10 @@ def fmt_fraction(x: Fraction | None) -> str:
     if abs(value) >= 1:
         text = f"{value:.2f}"
     else:
-        text = f"{value:.6f}"
-    return text.rstrip("0").rstrip(".")
+        text = f"{value:.3g}" if abs(value) >= Decimal("0.0001") else f"{value:.2e}"
+        if "e" in text:
+            return text
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 class FairShareTree:
