@@ -11,6 +11,8 @@ from kueuediag.check import Check
 
 _MODULES: tuple[tuple[str, str], ...] = (
     ("kueuediag_checks.workload_state", "WorkloadState"),
+    ("kueuediag_checks.admission_rate", "AdmissionRate"),
+    ("kueuediag_checks.preemption", "Preemption"),
     ("kueuediag_checks.guarantee_violation", "GuaranteeViolation"),
     ("kueuediag_checks.fair_sharing", "FairSharing"),
 )

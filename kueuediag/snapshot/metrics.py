@@ -421,7 +421,8 @@ def sum_at(series: Sequence[Series], t: float) -> float | None:
 # --- writing ------------------------------------------------------------------------------------------------
 
 
-def _fmt(v: float) -> str:
+def _fmt(value: float) -> str:
+    v = float(value)
     if math.isnan(v):
         return "NaN"
     if math.isinf(v):
@@ -432,7 +433,7 @@ def _fmt(v: float) -> str:
 
 
 def _fmt_ts(t: float) -> str:
-    text = f"{t:.3f}".rstrip("0").rstrip(".")
+    text = f"{float(t):.3f}".rstrip("0").rstrip(".")
     return text or "0"
 
 

@@ -1,0 +1,307 @@
+"""KD302 preemption: the workload waits for preemption victims — slow, stuck, or simply in progress."""
+
+from __future__ import annotations
+
+from kueuediag.analysis.preemption_victims import (
+    FAST_RELEASE_GATE,
+    FAST_RELEASE_SINCE,
+    ZOMBIE_FIX,
+    BlockedHead,
+    Victim,
+    blocked_heads,
+    feature_gates,
+    preemption_victims,
+    victims_of,
+)
+from kueuediag.analysis.quota import quota_tree
+from kueuediag.analysis.signatures import fixed_version_for, is_fixed, parse_version, satisfies
+from kueuediag.check import Check, ev
+from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.snapshot.kueue import WorkloadView
+from kueuediag.snapshot.model import Part, Snapshot
+from kueuediag.target import Target
+from kueuediag.timeutil import human_duration
+
+
+class Preemption(Check):
+    """Explains a workload that waits for the workloads it (or another queue head) preempted.
+
+    What it detects:
+        A pending Workload whose `QuotaReserved` message ends with `. Pending the preemption of N
+        workload(s)` (reason `WaitingForPreemptedWorkloads` with UnadmittedWorkloadsObservability) or says
+        `Workload has overlapping preemption targets with another workload`. It finds the victims — Workloads
+        with `Evicted=True` reason `Preempted` whose `Preempted` message names the target's UID
+        (`Preempted to accommodate a workload (UID: ...)`) or that a `PreemptedWorkload` event names — and
+        looks at their pods: `deletionTimestamp`, termination grace period, preStop hooks, node readiness.
+        Three outcomes: `stuck-preemption-target` (a victim pod is a zombie past the end of its grace period
+        and still holds quota, often on a NotReady node, with the heads of several ClusterQueues waiting on
+        it), `slow-preemption` (victims hold quota through long grace periods or preStop hooks — typical for
+        the plain-pod integration, where a pod counts as active until it stops Running) and
+        `preemption-in-progress` (victims terminate within short grace periods: just wait).
+
+    Why the workload stays pending:
+        Kueue's preemptor only issues evictions; a victim keeps its quota until its job is no longer active,
+        and the preemptor stays at the head of its ClusterQueue until then. For plain pods that is the whole
+        termination grace period, so with 15-minute preStop hooks one guarantee is reclaimed every 15 minutes.
+        A pod that never terminates keeps the quota for good on Kueue before v0.14.0 (v0.13.5, v0.12.10), and
+        every ClusterQueue head that picks the same victim is skipped with `overlapping preemption targets`.
+
+    Evidence:
+        The target's `QuotaReserved` condition; each victim's `Preempted`/`Evicted` and `QuotaReserved`
+        conditions; the victim pods' `metadata.deletionTimestamp`, `spec.terminationGracePeriodSeconds`,
+        `lifecycle.preStop` and node `Ready` condition; the other blocked heads' messages; the Kueue version
+        from the snapshot manifest and the `FastQuotaReleaseInPodIntegration` feature gate.
+
+    How to fix:
+        Zombie victim: `kubectl delete pod <pod> -n <ns> --force --grace-period=0`, repair the node, and
+        upgrade to Kueue >= v0.14.0 (v0.13.5 / v0.12.10) so such pods stop holding quota (PR #6872).
+        Slow preemption: shorten `terminationGracePeriodSeconds` and preStop hooks of preemptible pods, enable
+        `FastQuotaReleaseInPodIntegration` (Kueue >= v0.17.0) so quota is released once all victim pods are
+        terminating, and as a stop-gap shorten the victims' grace by deleting them again with
+        `--grace-period=1`, or evict low-priority workloads ahead of a known wave.
+
+    Example:
+        `waiting for 2 preempted workload(s) whose pods take 900s to terminate (preStop hook); quota frees in
+        ~11m [slow-preemption]`
+    """
+
+    code = "KD302"
+    name = "preemption"
+    requires = (Part.WORKLOADS,)
+    default_severity = Severity.HIGH
+    options = {"long_grace_seconds": 300, "zombie_tolerance_seconds": 60}
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        w = target.workload
+        assert w is not None
+        if w.state != "pending":
+            return []
+        qr = w.cond("QuotaReserved")
+        if qr is None or not qr.false:
+            return []
+        heads = blocked_heads(snapshot)
+        head = next((h for h in heads if h.workload.uid == w.uid and h.workload.name == w.name), None)
+        if head is None:
+            return []
+        own = victims_of(snapshot, w)
+        # Heads of other ClusterQueues that wait on preemption, and the victims they picked.
+        others = [h for h in heads if h.workload is not w and h.cluster_queue != head.cluster_queue]
+        shared: list[Victim] = []
+        if head.overlapping or not own:
+            other_uids = {h.workload.uid for h in others}
+            shared = [v for v in preemption_victims(snapshot) if v.preemptor_uid in other_uids]
+        candidates = own + [v for v in shared if v not in own]
+        cond_ev = ev("condition", f"QuotaReserved=False ({qr.reason}): {qr.message}", kind="Workload",
+                     name=w.name, namespace=w.namespace, field="status.conditions[type=QuotaReserved].message")
+        tol = float(self.opts["zombie_tolerance_seconds"])
+        stuck = [v for v in candidates if v.holds_quota and any(
+            p.remaining_seconds is not None and p.remaining_seconds < -tol for p in v.zombie_pods)]
+        if not stuck and head.overlapping:
+            # The overlapping message does not name the victim: any zombie victim still holding quota fits.
+            stuck = [v for v in preemption_victims(snapshot) if v.holds_quota and any(
+                p.remaining_seconds is not None and p.remaining_seconds < -tol for p in v.zombie_pods)]
+        if stuck:
+            return [self._stuck(snapshot, w, head, heads, stuck, own, cond_ev)]
+        long_grace = int(self.opts["long_grace_seconds"])
+        holding = [v for v in candidates if v.holds_quota and v.active_pods]
+        slow = [v for v in holding if v.max_grace >= long_grace or v.pre_stop]
+        if slow:
+            return [self._slow(snapshot, w, head, slow, own, cond_ev)]
+        return [self._in_progress(snapshot, w, head, candidates, cond_ev)]
+
+    # --- stuck ---------------------------------------------------------------------------------------------
+    def _stuck(self, snap: Snapshot, w: WorkloadView, head: BlockedHead, heads: list[BlockedHead],
+               stuck: list[Victim], own: list[Victim], cond_ev: Evidence) -> Finding:
+        victim = max(stuck, key=lambda v: -min(p.remaining_seconds or 0 for p in v.zombie_pods))
+        zombie = min(victim.zombie_pods, key=lambda p: p.remaining_seconds or 0)
+        overdue = -(zombie.remaining_seconds or 0)
+        tree = quota_tree(snap)
+        root = tree.root(head.cluster_queue) if head.cluster_queue else None
+        related = [h for h in heads if h.cluster_queue and (
+            tree.root(h.cluster_queue) == root if root else h.cluster_queue == head.cluster_queue)]
+        waiting_cqs = sorted({h.cluster_queue for h in related if h.cluster_queue})
+        n_cqs = len(waiting_cqs)
+        title = (f"preemption victim {victim.workload.ref()} is stuck: pod {zombie.pod.name} is "
+                 f"{human_duration(overdue)} past its grace period; heads of {n_cqs} ClusterQueue(s) wait on it")
+        node_txt = ""
+        if zombie.pod.node:
+            state = {True: "Ready", False: "NotReady", None: "unknown"}[zombie.node_ready]
+            node_txt = f" on node {zombie.pod.node} ({state})"
+        version = snap.manifest.kueue_version
+        v = parse_version(version)
+        fixed = v is not None and is_fixed(v, ZOMBIE_FIX)
+        message = (
+            f"Pod {zombie.pod.namespace}/{zombie.pod.name}{node_txt} was deleted but is still "
+            f"{zombie.pod.phase} {human_duration(overdue)} after its deletionTimestamp (grace period "
+            f"{zombie.grace_seconds}s): it is a zombie. Its Workload {victim.workload.ref()} was preempted "
+            f"({victim.reason}) yet still holds quota (QuotaReserved=True), so the preemption never completes. "
+            f"The heads of {n_cqs} ClusterQueue(s) ({', '.join(waiting_cqs)}) wait for preemptions; those that "
+            "picked the same victim are skipped every cycle with `Workload has overlapping preemption targets "
+            "with another workload`, so admissions stall across queues."
+        )
+        if v is not None and not fixed:
+            message += (f" Kueue {version} predates PR #6872: pods stuck terminating keep holding quota until "
+                        "they are gone.")
+        elif fixed:
+            message += (f" Kueue {version} ignores such pods once deletionTimestamp + grace has passed (PR "
+                        "#6872) for pod groups; this victim still holds quota, so check its integration.")
+        evidence = [cond_ev,
+                    ev("object", f"deletionTimestamp {human_duration(overdue)} ago, phase {zombie.pod.phase}, "
+                       f"grace {zombie.grace_seconds}s", kind="Pod", name=zombie.pod.name,
+                       namespace=zombie.pod.namespace, field="metadata.deletionTimestamp",
+                       expected="pod gone within its grace period"),
+                    ev("condition", f"Evicted=True (Preempted), QuotaReserved=True: {victim.message}",
+                       kind="Workload", name=victim.workload.name, namespace=victim.workload.namespace,
+                       field="status.conditions[type=Preempted]", expected="QuotaReserved=False")]
+        if zombie.pod.node and zombie.node_ready is False:
+            evidence.append(ev("condition", "Ready=False", kind="Node", name=zombie.pod.node,
+                               field="status.conditions[type=Ready]", expected="True"))
+        for h in related:
+            if h.workload is not w and len(evidence) < 9:
+                evidence.append(ev("condition", h.message.raw, kind="Workload", name=h.workload.name,
+                                   namespace=h.workload.namespace,
+                                   field="status.conditions[type=QuotaReserved].message"))
+        remediation = [
+            f"Force-delete the zombie pod: `kubectl delete pod {zombie.pod.name} -n {zombie.pod.namespace} "
+            "--force --grace-period=0` (the quota is released once no victim pod is Running).",
+        ]
+        if zombie.pod.node:
+            remediation.append(f"Repair node {zombie.pod.node}: `kubectl describe node {zombie.pod.node}`; check the "
+                               "kubelet and container runtime (zombies come from dead kubelets or pods deleted "
+                               "while pulling images).")
+        if v is not None and not fixed:
+            remediation.append(f"Upgrade Kueue ({version}) to {fixed_version_for(v, ZOMBIE_FIX)} or later (PR #6872 in "
+                               "v0.14.0, cherry-picked to v0.13.5 and v0.12.10): pods past their grace period stop "
+                               "holding quota.")
+        remediation.append("Alert on pods whose deletionTimestamp is past (zombie pods) so preemption completes "
+                           "out of band of Kueue.")
+        strong = n_cqs >= 2 or victim in own
+        return self.finding(
+            "stuck-preemption-target", title, message, severity=Severity.HIGH,
+            confidence=Confidence.HIGH if strong else Confidence.MEDIUM, evidence=evidence,
+            remediation=remediation,
+            data={"victim": victim.workload.ref(), "zombie_pod": f"{zombie.pod.namespace}/{zombie.pod.name}",
+                  "overdue_seconds": round(overdue), "blocked_cluster_queues": waiting_cqs,
+                  "kueue_version": version, "zombie_fix_present": fixed},
+        )
+
+    # --- slow ------------------------------------------------------------------------------------------------
+    def _slow(self, snap: Snapshot, w: WorkloadView, head: BlockedHead, slow: list[Victim],
+              own: list[Victim], cond_ev: Evidence) -> Finding:
+        grace = max(v.max_grace for v in slow)
+        pre_stop = any(v.pre_stop for v in slow)
+        remaining = [r for r in (v.grace_remaining for v in slow) if r is not None]
+        left = max(remaining) if remaining else None
+        not_deleted = [v for v in slow if not v.terminating_pods]
+        pod_int = any(v.pod_integration for v in slow)
+        hook = " (preStop hook)" if pre_stop else ""
+        n = head.message.preempting or len(slow)
+        title = f"waiting for {n} preempted workload(s) whose pods take {grace}s to terminate{hook}"
+        if left is not None:
+            title += f"; quota frees in ~{human_duration(left)}"
+        version = snap.manifest.kueue_version
+        v = parse_version(version)
+        gates = feature_gates(snap)
+        gate_on = gates.get(FAST_RELEASE_GATE)
+        has_gate = v is not None and satisfies(v, f">={FAST_RELEASE_SINCE}")
+        names = ", ".join(x.workload.ref() for x in slow[:4]) + (" …" if len(slow) > 4 else "")
+        message = (
+            f"Kueue preempted {names} to make room for this workload, but a victim keeps its quota until its "
+            f"pods stop running. Their termination grace period is {grace}s{hook}"
+        )
+        message += (f", and the last grace period ends in {human_duration(left)}." if left is not None
+                    else ".")
+        if not_deleted:
+            message += (f" {len(not_deleted)} victim(s) have no terminating pod yet, so their grace period "
+                        "has not even started.")
+        if pod_int:
+            message += (" The victims are plain pods (kueue.x-k8s.io/managed=true): for the pod integration a "
+                        "pod counts as active through its whole grace period, so preemptions in the ClusterQueue "
+                        f"are serialised — one reclaimed slot every ~{human_duration(grace)}.")
+            if gate_on:
+                message += f" {FAST_RELEASE_GATE} is enabled, yet the victims still hold quota."
+        message += " This workload stays at the head of its ClusterQueue until then."
+        evidence = [cond_ev]
+        for victim in slow[:4]:
+            evidence.append(ev("condition", f"Evicted=True (Preempted), QuotaReserved=True: {victim.message}",
+                               kind="Workload", name=victim.workload.name, namespace=victim.workload.namespace,
+                               field="status.conditions[type=Preempted]", expected="QuotaReserved=False"))
+            for p in victim.active_pods[:2]:
+                state = (f"terminating, grace ends in {human_duration(p.remaining_seconds)}"
+                         if p.terminating and p.remaining_seconds is not None else p.pod.phase)
+                evidence.append(ev("object", f"terminationGracePeriodSeconds={p.grace_seconds}"
+                                   f"{', preStop hook' if p.pre_stop else ''}; {state}", kind="Pod",
+                                   name=p.pod.name, namespace=p.pod.namespace,
+                                   field="spec.terminationGracePeriodSeconds",
+                                   expected=f"< {self.opts['long_grace_seconds']}s"))
+        remediation = [
+            f"Shorten `spec.terminationGracePeriodSeconds` (now {grace}s) and preStop hooks of preemptible pods "
+            "(e.g. checkpoint more often and give them 30-60s).",
+        ]
+        if pod_int and not gate_on:
+            if has_gate:
+                remediation.append(f"Enable the {FAST_RELEASE_GATE} feature gate (alpha, Kueue >= v0.17.0): "
+                                   f"`--feature-gates={FAST_RELEASE_GATE}=true` on kueue-controller-manager — quota "
+                                   "is released as soon as all victim pods are terminating.")
+            else:
+                remediation.append(f"Upgrade Kueue ({version or 'version unknown'}) to >= {FAST_RELEASE_SINCE} and "
+                                   f"enable the {FAST_RELEASE_GATE} feature gate so quota is released as soon as "
+                                   "all victim pods are terminating.")
+        pods = " ".join(p.pod.name for x in slow for p in x.terminating_pods[:3])
+        ns = slow[0].workload.namespace
+        if pods:
+            remediation.append(f"Stop-gap: shorten the victims' grace by deleting them again: `kubectl delete pod "
+                               f"-n {ns} {pods} --grace-period=1` (their work is lost).")
+        remediation.append("Stop-gap before a known wave (migration, burst of high-priority work): evict the "
+                           "borrowing/low-priority workloads by hand so their grace periods run in parallel.")
+        return self.finding(
+            "slow-preemption", title, message, severity=Severity.HIGH,
+            confidence=Confidence.HIGH if pod_int and any(x in own for x in slow) else Confidence.MEDIUM,
+            evidence=evidence, remediation=remediation,
+            data={"victims": [x.workload.ref() for x in slow], "grace_seconds": grace, "pre_stop": pre_stop,
+                  "grace_remaining_seconds": round(left) if left is not None else None,
+                  "pod_integration": pod_int, "kueue_version": version,
+                  "fast_quota_release_gate": gate_on},
+        )
+
+    # --- in progress ---------------------------------------------------------------------------------------
+    def _in_progress(self, snap: Snapshot, w: WorkloadView, head: BlockedHead, victims: list[Victim],
+                     cond_ev: Evidence) -> Finding:
+        n = head.message.preempting
+        evidence = [cond_ev]
+        holding = [v for v in victims if v.holds_quota]
+        if victims:
+            left = [r for r in (v.grace_remaining for v in holding) if r is not None]
+            grace = max((v.max_grace for v in victims), default=0)
+            title = f"preempting {n or len(victims)} workload(s); victims terminate within {grace}s"
+            if left:
+                title += f" (~{human_duration(max(left))} left)"
+            message = (f"Kueue preempted {', '.join(v.workload.ref() for v in victims[:4])} for this workload. "
+                       f"{len(holding)} of them still hold(s) quota; their pods terminate within short grace periods "
+                       f"(at most {grace}s), so the workload should be admitted on one of the next scheduling "
+                       "cycles.")
+            for v in victims[:4]:
+                evidence.append(ev("condition", f"Evicted=True (Preempted), QuotaReserved="
+                                   f"{'True' if v.holds_quota else 'False'}", kind="Workload",
+                                   name=v.workload.name, namespace=v.workload.namespace,
+                                   field="status.conditions[type=Evicted]"))
+            confidence = Confidence.HIGH
+        elif head.overlapping:
+            title = "skipped this cycle: overlapping preemption targets with another ClusterQueue's head"
+            message = ("Another ClusterQueue's head picked the same preemption victims; Kueue skips this workload "
+                       "until those preemptions complete. Normal for a cycle or two; if it lasts, look for a "
+                       "victim that never terminates.")
+            confidence = Confidence.MEDIUM
+        else:
+            title = f"preempting {n} workload(s); victims not found in the snapshot"
+            message = ("The QuotaReserved message says Kueue is waiting for preempted workloads, but no Workload "
+                       "with Evicted=True (Preempted) naming this workload's UID is in the snapshot (already "
+                       "gone, or outside the collected namespaces).")
+            confidence = Confidence.LOW
+        since = snap.age_seconds(head.since)
+        return self.finding(
+            "preemption-in-progress", title, message, severity=Severity.LOW, confidence=confidence,
+            evidence=evidence,
+            data={"victims": [v.workload.ref() for v in victims], "preempting": n,
+                  "waiting_seconds": round(since) if since is not None else None},
+        )

@@ -1,0 +1,296 @@
+"""Admission and preemption rates per ClusterQueue and cluster-wide (step 3 of the talk's recipe).
+
+Two sources, best first:
+
+* **metrics** (kueue-facts §5): ``kueue_admitted_workloads_total`` (else ``kueue_quota_reserved_workloads_total``)
+  per ``cluster_queue``; ``kueue_preempted_workloads_total{preempting_cluster_queue, reason}`` (else
+  ``kueue_evicted_workloads_total{reason="Preempted"}``); ``kueue_admission_attempts_total{result}``;
+  ``kueue_pending_workloads{cluster_queue, status}``.
+* **objects**: ``QuotaReserved``/``Admitted`` True transition times and ``Evicted`` (reason ``Preempted``)
+  transition times of Workloads, plus the ``QuotaReserved``/``Admitted``/``Preempted``/``EvictedDueToPreempted``
+  events Kueue writes. Only the latest transition of each Workload survives, so this is a lower bound.
+
+On top: a *trickle* detector (regularly spaced admissions, low coefficient of variation of the gaps, while
+work stays pending — "one admission every 15 minutes") and a unicode sparkline renderer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kueuediag.analysis.preemption_victims import preemption_victims
+from kueuediag.snapshot.kueue import cluster_queue_of, events, kueue_index, workloads, workloads_by_cluster_queue
+from kueuediag.snapshot.metrics import (
+    MetricStore,
+    Series,
+    increase_events,
+    metric_store,
+    sum_at,
+    time_range,
+)
+from kueuediag.snapshot.model import Snapshot
+
+SPARK = "▁▂▃▄▅▆▇█"
+NICE_STEPS = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+
+ADMITTED = "kueue_admitted_workloads_total"
+QUOTA_RESERVED = "kueue_quota_reserved_workloads_total"
+PREEMPTED = "kueue_preempted_workloads_total"
+EVICTED = "kueue_evicted_workloads_total"
+ATTEMPTS = "kueue_admission_attempts_total"
+PENDING = "kueue_pending_workloads"
+
+_QR_EVENT = re.compile(r"^Quota reserved in ClusterQueue (?P<cq>[^,\s]+)")
+_ADMITTED_EVENT = re.compile(r"^Admitted by ClusterQueue (?P<cq>[^,\s]+)")
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """Regularly spaced events: the gaps between distinct event times."""
+
+    count: int
+    gaps: tuple[float, ...]
+    mean_gap: float
+    median_gap: float
+    cv: float
+    """coefficient of variation (stdev / mean) of the gaps"""
+
+
+@dataclass
+class Rates:
+    """Admission/preemption activity for one ClusterQueue and the whole cluster over a window."""
+
+    source: str
+    """'metrics' or 'objects'"""
+    cluster_queue: str | None
+    start: float
+    end: float
+    step: float
+    admission_times: list[float]
+    """target ClusterQueue, one entry per admission (repeated for several at one sample)"""
+    preemption_times: list[float]
+    """preemptions issued on behalf of the target ClusterQueue"""
+    all_admission_times: list[float]
+    all_preemption_times: list[float]
+    admissions_by_cq: dict[str, list[float]]
+    pending_by_cq: dict[str, float]
+    """latest pending depth per ClusterQueue"""
+    pending_min: float | None = None
+    """lowest pending depth of the target ClusterQueue over the window (metrics only)"""
+    attempts: dict[str, float] = field(default_factory=dict)
+    """admission attempts in the window by result (metrics only)"""
+    queries: list[str] = field(default_factory=list)
+    """the metric selectors (or object fields) the numbers come from"""
+
+    def buckets(self, times: Sequence[float]) -> list[int]:
+        n = max(1, math.ceil((self.end - self.start) / self.step - 1e-9))
+        out = [0] * n
+        for t in times:
+            if self.start < t <= self.end:
+                out[min(n - 1, max(0, math.ceil((t - self.start) / self.step - 1e-9) - 1))] += 1
+            elif t == self.start:
+                out[0] += 1
+        return out
+
+    def count_since(self, times: Sequence[float], since: float) -> int:
+        return sum(1 for t in times if since < t <= self.end)
+
+    @property
+    def window(self) -> float:
+        return self.end - self.start
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """`▁▁█▁▁█` — zero is the lowest bar, the maximum the highest."""
+    if not values:
+        return ""
+    top = max(values)
+    if top <= 0:
+        return SPARK[0] * len(values)
+    return "".join(SPARK[0] if v <= 0 else SPARK[max(1, min(7, math.ceil(v / top * 7)))] for v in values)
+
+
+def nice_step(window: float, max_buckets: int = 48) -> float:
+    for s in NICE_STEPS:
+        if window / s <= max_buckets:
+            return float(s)
+    return float(NICE_STEPS[-1])
+
+
+def detect_trickle(times: Sequence[float], *, min_events: int = 4, min_gap: float = 120.0,
+                   max_cv: float = 0.35, merge_within: float = 60.0) -> Trickle | None:
+    """Regular spacing: at least `min_events` distinct event times (events closer than `merge_within` are
+    one), a mean gap of at least `min_gap` seconds, and a coefficient of variation of at most `max_cv`."""
+    distinct: list[float] = []
+    for t in sorted(times):
+        if distinct and t - distinct[-1] < merge_within:
+            continue
+        distinct.append(t)
+    if len(distinct) < min_events:
+        return None
+    gaps = [b - a for a, b in zip(distinct, distinct[1:], strict=False)]
+    mean = statistics.fmean(gaps)
+    if mean < min_gap:
+        return None
+    cv = statistics.pstdev(gaps) / mean if mean else math.inf
+    if cv > max_cv:
+        return None
+    return Trickle(count=len(distinct), gaps=tuple(gaps), mean_gap=mean, median_gap=statistics.median(gaps), cv=cv)
+
+
+# --- from metrics ------------------------------------------------------------------------------------------
+
+
+def _times(series: Sequence[Series], start: float, end: float) -> list[float]:
+    out: list[float] = []
+    for s in series:
+        for t, d in increase_events(s, start, end):
+            out.extend([t] * max(1, round(d)))
+    return sorted(out)
+
+
+def _by_label(series: Sequence[Series], label: str) -> dict[str, list[Series]]:
+    out: dict[str, list[Series]] = defaultdict(list)
+    for s in series:
+        out[s.label(label)].append(s)
+    return dict(out)
+
+
+def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hint: float) -> Rates | None:
+    admitted_name = ADMITTED if store.has(ADMITTED) else QUOTA_RESERVED if store.has(QUOTA_RESERVED) else None
+    if admitted_name is None:
+        return None
+    admitted = store.select(admitted_name)
+    span = time_range(admitted)
+    if span is None:
+        return None
+    end = min(span[1], end_hint)
+    start = max(span[0], end - window)
+    queries = [f'{admitted_name}{{cluster_queue="{cq}"}}' if cq else admitted_name]
+    by_cq = {name: _times(series, start, end) for name, series in _by_label(admitted, "cluster_queue").items()}
+    if store.has(PREEMPTED):
+        pre = store.select(PREEMPTED)
+        pre_by_cq = _by_label(pre, "preempting_cluster_queue")
+        pre_times = _times(pre_by_cq.get(cq or "", []), start, end)
+        queries.append(f'{PREEMPTED}{{preempting_cluster_queue="{cq}"}}')
+    else:
+        pre = store.select(EVICTED, reason="Preempted")
+        pre_times = []
+        queries.append(f'{EVICTED}{{reason="Preempted"}}')
+    pending = store.select(PENDING)
+    pending_by = _by_label(pending, "cluster_queue")
+    pending_latest = {name: sum_at(series, end) or 0.0 for name, series in pending_by.items()}
+    pending_min: float | None = None
+    if cq and cq in pending_by:
+        queries.append(f'{PENDING}{{cluster_queue="{cq}"}}')
+        stamps = sorted({t for s in pending_by[cq] for t, _ in s.points if start <= t <= end})
+        values = [v for v in (sum_at(pending_by[cq], t) for t in stamps) if v is not None]
+        pending_min = min(values) if values else None
+    attempts: dict[str, float] = {}
+    for s in store.select(ATTEMPTS):
+        attempts[s.label("result")] = attempts.get(s.label("result"), 0.0) + sum(
+            d for _, d in increase_events(s, start, end))
+    step = nice_step(end - start)
+    return Rates(
+        source="metrics", cluster_queue=cq, start=start, end=end, step=step,
+        admission_times=by_cq.get(cq or "", []), preemption_times=pre_times,
+        all_admission_times=sorted(t for ts in by_cq.values() for t in ts),
+        all_preemption_times=_times(pre, start, end),
+        admissions_by_cq=by_cq, pending_by_cq=pending_latest, pending_min=pending_min,
+        attempts=attempts, queries=queries,
+    )
+
+
+# --- from objects -------------------------------------------------------------------------------------------
+
+
+def _dedupe(entries: list[tuple[str, float]], within: float = 5.0) -> list[float]:
+    """Merge (workload key, time) pairs seen twice (condition and event) into one time each."""
+    by_key: dict[str, list[float]] = defaultdict(list)
+    for key, t in entries:
+        times = by_key[key]
+        if not any(abs(t - x) <= within for x in times):
+            times.append(t)
+    return sorted(t for times in by_key.values() for t in times)
+
+
+def rates_from_objects(snap: Snapshot, cq: str | None, window: float) -> Rates:
+    idx = kueue_index(snap)
+    end = snap.now.timestamp()
+    start = end - window
+    admissions: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for w in workloads(snap):
+        cond = w.cond("QuotaReserved") if w.is_true("QuotaReserved") else None
+        if cond is None and w.is_true("Admitted"):
+            cond = w.cond("Admitted")
+        wcq = w.admission_cq or cluster_queue_of(idx, w)
+        if cond is not None and cond.last_transition is not None and wcq:
+            admissions[wcq].append((w.ref(), cond.last_transition.timestamp()))
+    preemptions: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for v in preemption_victims(snap):
+        if v.evicted_at is not None:
+            preemptions[v.preemptor_cq or ""].append((v.workload.ref(), v.evicted_at.timestamp()))
+    victims_by_ref = {v.workload.ref(): v for v in preemption_victims(snap)}
+    for e in events(snap):
+        if e.involved_kind != "Workload" or e.last is None:
+            continue
+        ref = f"{e.involved_namespace or e.namespace}/{e.involved_name}"
+        t = e.last.timestamp()
+        if e.reason in ("QuotaReserved", "Admitted"):
+            m = (_QR_EVENT if e.reason == "QuotaReserved" else _ADMITTED_EVENT).match(e.message)
+            if m:
+                admissions[m.group("cq")].append((ref, t))
+        elif e.reason in ("Preempted", "EvictedDueToPreempted"):
+            victim = victims_by_ref.get(ref)
+            preemptions[(victim.preemptor_cq if victim else None) or ""].append((ref, t))
+    by_cq = {name: [t for t in _dedupe(entries) if start < t <= end] for name, entries in admissions.items()}
+    pre_by_cq = {name: [t for t in _dedupe(entries) if start < t <= end] for name, entries in preemptions.items()}
+    pending_by_cq = {
+        name: float(sum(1 for w in wls if w.state == "pending" and w.active and not w.is_true("Finished")))
+        for name, wls in workloads_by_cluster_queue(snap).items()
+    }
+    all_adm = sorted(t for ts in by_cq.values() for t in ts)
+    # Only the latest transition of each Workload survives: start the window shortly before the target
+    # ClusterQueue's first observed admission or preemption (cluster-wide when it has none).
+    own = by_cq.get(cq or "", []) + pre_by_cq.get(cq or "", [])
+    seen = own or all_adm + [t for ts in pre_by_cq.values() for t in ts]
+    if seen:
+        first = min(seen)
+        start = max(start, first - max(900.0, 0.1 * (end - first)))
+    return Rates(
+        source="objects", cluster_queue=cq, start=start, end=end, step=nice_step(end - start),
+        admission_times=by_cq.get(cq or "", []), preemption_times=pre_by_cq.get(cq or "", []),
+        all_admission_times=all_adm, all_preemption_times=sorted(t for ts in pre_by_cq.values() for t in ts),
+        admissions_by_cq=by_cq, pending_by_cq=pending_by_cq,
+        queries=["Workload status.conditions[type=QuotaReserved|Admitted].lastTransitionTime",
+                 "Workload status.conditions[type=Evicted,reason=Preempted].lastTransitionTime",
+                 "events QuotaReserved/Admitted/Preempted/EvictedDueToPreempted"],
+    )
+
+
+def admission_rates(snap: Snapshot, cq: str | None, window: float) -> Rates:
+    """Rates from metrics when the snapshot has them, else from Workload conditions and events."""
+
+    def build() -> Rates:
+        store = metric_store(snap)
+        from_metrics = rates_from_metrics(store, cq, window, snap.now.timestamp()) if store else None
+        return from_metrics or rates_from_objects(snap, cq, window)
+
+    return snap.memo(("admission-rates", cq, window), build)
+
+
+__all__ = [
+    "Rates",
+    "Trickle",
+    "admission_rates",
+    "detect_trickle",
+    "nice_step",
+    "rates_from_metrics",
+    "rates_from_objects",
+    "sparkline",
+]
