@@ -1,0 +1,196 @@
+"""Scoped live collection against the local API server: scope, GET-only, permissions, deadline, scale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kueuediag.config import Settings
+from kueuediag.engine import diagnose
+from kueuediag.live import LiveOptions, collect_for_why, live_snapshot_for_why
+from kueuediag.live.kube import KubeClient, KueueNotInstalled
+from kueuediag.models import Outcome
+from kueuediag.registry import discover
+from kueuediag.snapshot.model import Part, Snapshot
+from kueuediag.target import resolve
+from tests.live.apiserver import Fault
+from tests.live.conftest import ServerFactory
+from tests.live.fixture_gen import SECRET_VALUE, large
+
+
+def opts(srv: Any, tmp_path: Path, **kw: Any) -> LiveOptions:
+    return LiveOptions(kubeconfig=str(srv.kubeconfig(tmp_path)), **kw)
+
+
+def keys(raw: Any, kind: str) -> set[tuple[str | None, str]]:
+    return {(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in raw.objects if o["kind"] == kind}
+
+
+def test_scope_of_a_target(api_server: ServerFactory, tmp_path: Path) -> None:
+    with api_server() as srv:
+        raw = collect_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path))
+        requests = list(srv.cluster.requests)
+    # the target's namespace, the whole cohort tree's ClusterQueues and their Workloads — not `misc`
+    assert {n for _, n in keys(raw, "Workload")} == {
+        w for w in (o["metadata"]["name"] for o in raw.objects if o["kind"] == "Workload")}
+    wl_ns = {ns for ns, _ in keys(raw, "Workload")}
+    assert wl_ns == {"team-a", "team-b"}
+    assert ("team-b", "team-b-queue") in keys(raw, "LocalQueue")
+    assert ("batch-misc", "misc") not in keys(raw, "LocalQueue")
+    assert {n for _, n in keys(raw, "Cohort")} == {"org", "research"}
+    # nodes selected by flavor a100 only, and the pods bound to them (any namespace), plus the controller
+    assert {n for _, n in keys(raw, "Node")} == {"gke-a100-pool-1", "gke-a100-pool-2", "gke-a100-pool-3"}
+    pods = keys(raw, "Pod")
+    assert ("kube-system", "nvidia-device-plugin-7xq9z") in pods
+    assert ("team-b", "pretrain-7b-x7k2p") in pods
+    assert ("batch-misc", "etl-nightly-x7k2p") not in pods
+    assert ("kueue-system", "kueue-controller-manager-7d9c7c8f5b-x2x9k") in pods
+    assert ("team-a", "llm-finetune") in keys(raw, "Job")
+    # visibility API positions, stored as PendingWorkloadsSummary named after the queue
+    assert keys(raw, "PendingWorkloadsSummary") == {(None, "team-a"), ("team-a", "team-a-queue")}
+    summary = next(o for o in raw.objects if o["kind"] == "PendingWorkloadsSummary" and
+                   not o["metadata"].get("namespace"))
+    assert summary["items"][0]["positionInClusterQueue"] == 0
+    # logs and manifest
+    (log_path,) = raw.logs
+    assert log_path == "logs/kueue-system/kueue-controller-manager-7d9c7c8f5b-x2x9k/manager.log"
+    assert "Workload re-queued" in raw.logs[log_path]
+    log_req = next(r for r in requests if r.path.endswith("/log"))
+    assert log_req.query["sinceSeconds"] == "7200" and log_req.query["container"] == "manager"
+    m = raw.manifest
+    assert m["format"] == "kueuediag-snapshot/v1" and m["cluster"] == "prod-gpu-1"
+    assert m["kueueVersion"] == "v0.19.2" and m["errors"] == [] and m["namespaces"] == ["team-a"]
+    # read-only, no Secrets, no per-node or per-pod requests
+    assert {r.method for r in requests} == {"GET"}
+    assert not any("secret" in r.path for r in requests)
+    assert not any(r.path.startswith("/api/v1/nodes/") for r in requests)
+    assert sum(1 for r in requests if "/pods/" in r.path) == 1  # the one controller log
+    assert m["collector"]["requests"] == len(requests)
+
+
+def test_collected_objects_are_sanitized(api_server: ServerFactory, tmp_path: Path) -> None:
+    with api_server() as srv:
+        raw = collect_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path))
+    job = next(o for o in raw.objects if o["kind"] == "Job" and o["metadata"]["name"] == "llm-finetune")
+    c = job["spec"]["template"]["spec"]["containers"][0]
+    assert SECRET_VALUE not in repr(raw.objects)
+    assert "envFrom" not in c
+    assert {e["name"]: e.get("value") for e in c["env"]}["HF_TOKEN"] == "<redacted>"
+    assert "--wandb-api-key=<redacted>" in c["args"] and c["args"][c["args"].index("--token") + 1] == "<redacted>"
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in job["metadata"].get("annotations", {})
+    assert job["metadata"]["managedFields"] == [{"manager": "kubectl-client-side-apply", "operation": "Update",
+                                                 "time": "2026-11-20T09:15:00Z"}]
+    # requests (what the diagnosis needs) survive
+    assert c["resources"]["requests"]["nvidia.com/gpu"] == "8"
+
+
+def test_forbidden_nodes_skip_node_checks_rest_runs(api_server: ServerFactory, tmp_path: Path) -> None:
+    with api_server() as srv:
+        srv.cluster.faults.append(Fault(path=r"^/api/v1/nodes$", status=403))
+        snap = live_snapshot_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path))
+    assert ("nodes (list)", "forbidden: need list nodes") in snap.manifest.errors
+    assert snap.part_unavailable(Part.NODES) == "not collected (nodes (list): forbidden: need list nodes)"
+    assert snap.part_unavailable(Part.PODS) is None
+    assert snap.part_unavailable(Part.WORKLOADS) is None
+    verdict = diagnose(snap, resolve(snap, "job/llm-finetune", "team-a"), discover(), Settings())
+    assert verdict.cause == "waiting-for-quota"
+    node_checks = [c for c in discover() if Part.NODES in c.requires]
+    for run in verdict.runs:
+        if run.code in {c.code for c in node_checks}:
+            assert run.outcome is Outcome.SKIPPED and "need list nodes" in (run.reason or "")
+    assert "nodes (list): forbidden: need list nodes" in verdict.snapshot_errors
+
+
+RESEARCHER_FORBIDDEN = [
+    r"^/apis/kueue\.x-k8s\.io/v1beta2/(clusterqueues|cohorts|resourceflavors|topologies|workloadpriorityclasses|"
+    r"admissionchecks|provisioningrequestconfigs|localqueues|workloads)(/.*)?$",
+    r"^/api/v1/(nodes|pods|events|namespaces/team-a)$",
+    r"^/api/v1/namespaces/kueue-system/",
+    r"^/apis/apps/v1/namespaces/kueue-system/",
+    r"^/apis/scheduling\.k8s\.io/",
+    r"^/apis/visibility\.kueue\.x-k8s\.io/v1beta2/clusterqueues/",
+]
+
+
+def test_researcher_with_namespace_read_only(api_server: ServerFactory, tmp_path: Path) -> None:
+    with api_server() as srv:
+        srv.cluster.faults.extend(Fault(path=p, status=403) for p in RESEARCHER_FORBIDDEN)
+        snap = live_snapshot_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path))
+        requests = list(srv.cluster.requests)
+    errors = dict(snap.manifest.errors)
+    assert errors["clusterqueues (list)"] == "forbidden: need list clusterqueues.kueue.x-k8s.io"
+    assert errors["nodes (list)"] == "forbidden: need list nodes"
+    assert errors["controller status (list in kueue-system)"] == "forbidden: need list pods and deployments in kueue-system"
+    assert "cohort-wide usage (all namespaces)" in errors
+    # namespace data still there: the Workload, its Job, the LocalQueue and the LocalQueue's positions
+    assert snap.get("LocalQueue", "team-a-queue", "team-a") is not None
+    assert snap.get("PendingWorkloadsSummary", "team-a-queue", "team-a") is not None
+    assert snap.part_unavailable(Part.WORKLOADS) is None and snap.part_unavailable(Part.PODS) is None
+    assert snap.part_unavailable(Part.QUEUES) is not None  # the ClusterQueue is not visible
+    target = resolve(snap, "job/llm-finetune", "team-a")
+    assert target.workload is not None
+    verdict = diagnose(snap, target, discover(), Settings())
+    assert verdict.workload.name == target.workload.name and verdict.workload.state == "pending"
+    assert any(r.outcome is Outcome.SKIPPED and "forbidden" in (r.reason or "") for r in verdict.runs)
+    assert {r.method for r in requests} == {"GET"}
+
+
+def test_kueue_not_installed(api_server: ServerFactory, tmp_path: Path) -> None:
+    with api_server(kueue_installed=False) as srv:
+        with pytest.raises(KueueNotInstalled, match="Kueue is not installed"):
+            live_snapshot_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path))
+        assert len(srv.cluster.requests) == 1
+
+
+def test_deadline_diagnoses_with_what_was_collected(api_server: ServerFactory, tmp_path: Path) -> None:
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 1.0  # every clock read costs a second
+        return now[0]
+
+    with api_server() as srv:
+        o = opts(srv, tmp_path, timeout=40)
+        client = KubeClient.from_kubeconfig(o.kubeconfig, None, timeout=40, clock=clock)
+        snap = live_snapshot_for_why("job/llm-finetune", "team-a", o, client=client)
+    errors = dict(snap.manifest.errors)
+    assert any(e == "not collected: --timeout reached" for e in errors.values())
+    assert snap.get("Workload", next(iter(w["metadata"]["name"] for w in snap.of_kind("Workload"))), "team-a")
+    verdict = diagnose(snap, resolve(snap, "job/llm-finetune", "team-a"), discover(), Settings())
+    assert verdict.cause is not None
+    assert any("--timeout reached" in e for e in verdict.snapshot_errors)
+
+
+def test_request_count_is_bounded_for_a_large_cluster(api_server: ServerFactory, tmp_path: Path) -> None:
+    small = large(namespaces=3, workloads_per_ns=5, nodes=4, pods_per_node=2)
+    big = large(namespaces=40, workloads_per_ns=60, nodes=300, pods_per_node=4)
+    counts = []
+    for objs in (small, big):
+        with api_server(objects=objs, logs={}, secrets=False) as srv:
+            raw = collect_for_why("job/job-0001", "team-000", opts(srv, tmp_path))
+            reqs = list(srv.cluster.requests)
+        counts.append(len(reqs))
+        assert {r.method for r in reqs} == {"GET"}
+        assert not any(r.path.startswith("/api/v1/nodes/") or "/pods/" in r.path for r in reqs)
+    # one cohort: every ClusterQueue's Workloads and all 300 nodes and 1,200 pods are collected
+    assert len([o for o in raw.objects if o["kind"] == "Node"]) == 300
+    assert len([o for o in raw.objects if o["kind"] == "Workload"]) == 40 * 60 + 1
+    assert len([o for o in raw.objects if o["kind"] == "Pod"]) == 1200
+    # 2,400 Workloads and 1,200 Pods cost only extra pages (500 per page), not a request per object
+    assert counts[1] - counts[0] <= 10, counts
+    assert counts[1] <= 40, counts
+
+
+def test_live_snapshot_is_a_snapshot(api_server: ServerFactory, tmp_path: Path) -> None:
+    with api_server() as srv:
+        snap = live_snapshot_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path),
+                                     save=tmp_path / "saved.tar.gz")
+    assert isinstance(snap, Snapshot)
+    assert (tmp_path / "saved.tar.gz").stat().st_size > 0
+    from kueuediag.snapshot.model import load_snapshot
+
+    again = load_snapshot(str(tmp_path / "saved.tar.gz"))
+    assert {o["metadata"]["name"] for o in again.of_kind("Workload")} == \
+        {o["metadata"]["name"] for o in snap.of_kind("Workload")}
