@@ -128,9 +128,11 @@ class GuaranteeViolation(Check):
                  Severity.MEDIUM: "long enough to watch",
                  Severity.HIGH: "long enough that on-call should act"}[severity]
         lent_rows = [r for r in rows.values() if r.flavor in v.fit.flavors and r.lent > 0]
+        rest = sorted({r for f, r in requests if (f, r) != key_fr})
+        also = f" ({', '.join(rest)} fit too)" if rest else ""
         parts = [
             f"Workload {w.ref()} requests {self._req_text(requests)}. ClusterQueue {cq} has "
-            + "; ".join(self._row_text(rows[fr]) for fr in sorted(requests) if fr in rows)
+            + (self._row_text(row) if row else f"quota in flavor {flavor}") + also
             + ". So the workload fits inside the ClusterQueue's guaranteed (nominal) quota, yet it has been "
             f"pending for {dur} ({grade}). This is a guarantee violation: Kueue should admit a workload "
             "that fits its queue's unused guarantees within a scheduling cycle.",

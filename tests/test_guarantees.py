@@ -1,0 +1,94 @@
+"""Guarantee-violation analysis (kueuediag.analysis.guarantees) and KD101's thresholds."""
+
+from __future__ import annotations
+
+import copy
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from kueuediag_checks.guarantee_violation import GuaranteeViolation
+
+from kueuediag.analysis.guarantees import guarantee_violations, nominal_fit, quota_table, violation_for
+from kueuediag.analysis.quota import workload_fit
+from kueuediag.models import Severity
+from kueuediag.snapshot.kueue import workload
+from kueuediag.snapshot.model import Snapshot
+from kueuediag.snapshot.reader import RawSnapshot, read_snapshot
+from kueuediag.target import resolve
+
+
+def _load(fixtures_dir: Path, name: str, edit: Any = None) -> Snapshot:
+    raw = read_snapshot(fixtures_dir / "snapshots" / name)
+    if edit is not None:
+        objects = copy.deepcopy(raw.objects)
+        edit(objects)
+        raw = RawSnapshot(source=raw.source, manifest=raw.manifest, objects=objects, metrics=raw.metrics,
+                          logs=raw.logs)
+    return Snapshot(raw)
+
+
+def test_lent_quota_still_counts_as_unused_nominal(fixtures_dir: Path) -> None:
+    # team-a: nominal 1024 GPUs, 1016 reserved; the 8 unused GPUs are borrowed by team-b/team-c, so Kueue's
+    # available() is 0 and quota.py's fits_in_nominal is False — yet the guarantee is violated.
+    snap = _load(fixtures_dir, "fair-sharing-rounding-bug")
+    w = workload(snap, "team-a", "job-llm-pretrain-70b-1bfef")
+    assert w is not None
+    fit = workload_fit(snap, w)
+    assert fit is not None and not fit.fits_in_nominal
+    nf = nominal_fit(snap, w)
+    assert nf is not None and nf.fits and nf.flavors == ["h100-sxm"]
+    assert nf.requests()[("h100-sxm", "nvidia.com/gpu")] == Decimal(8)
+    gpu = next(r for r in quota_table(snap, "team-a") if r.resource == "nvidia.com/gpu")
+    assert (gpu.nominal, gpu.reserved, gpu.unused, gpu.lent, gpu.pending) == (1024, 1016, 8, 8, 8)
+
+
+def test_untolerated_flavor_taint_means_no_fit(fixtures_dir: Path) -> None:
+    def drop_tolerations(objects: list[dict[str, Any]]) -> None:
+        for o in objects:
+            if o["kind"] == "Workload" and o["metadata"]["name"].startswith("job-train-shard-6-"):
+                for ps in o["spec"]["podSets"]:
+                    ps["template"]["spec"].pop("tolerations", None)
+
+    snap = _load(fixtures_dir, "guarantee-violation", drop_tolerations)
+    w = workload(snap, "research", "job-train-shard-6-9ab02")
+    assert w is not None
+    nf = nominal_fit(snap, w)
+    assert nf is not None and not nf.fits
+    assert "no flavor it may use" in nf.shortfall
+    assert violation_for(snap, w) is None
+    # the other three pending shards still violate
+    assert sorted(v.workload.name[:17] for v in guarantee_violations(snap)) == [
+        "job-train-shard-4", "job-train-shard-5", "job-train-shard-7"]
+
+
+def test_release_after_pending_dates_the_violation(fixtures_dir: Path) -> None:
+    snap = _load(fixtures_dir, "guarantee-churn")
+    w = workload(snap, "research", "job-train-shard-5-b7748")
+    assert w is not None
+    v = violation_for(snap, w)
+    assert v is not None and v.pending_since is not None and v.since is not None
+    assert v.since > v.pending_since
+    assert v.released_by is not None and v.released_by.name == "job-eval-sweep-0-d4676"
+    assert v.seconds == 153.0
+
+
+def test_full_queue_has_no_violation(fixtures_dir: Path) -> None:
+    snap = _load(fixtures_dir, "guarantee-clear")
+    assert guarantee_violations(snap) == []
+    pending = [x for x in quota_table(snap, "research") if x.resource == "nvidia.com/gpu"][0]
+    assert (pending.reserved, pending.unused, pending.pending) == (8, 0, 4)
+
+
+def test_thresholds_are_options(fixtures_dir: Path) -> None:
+    snap = _load(fixtures_dir, "guarantee-churn")
+    target = resolve(snap, "job/train-shard-5", "research")
+    default = GuaranteeViolation().run(snap, target)
+    assert [f.severity for f in default] == [Severity.INFO]
+    strict = GuaranteeViolation({"churn_minutes": 1, "violation_minutes": 2}).run(snap, target)
+    assert [f.severity for f in strict] == [Severity.HIGH]
+    medium = GuaranteeViolation({"churn_minutes": "1", "violation_minutes": "10"}).run(snap, target)
+    assert [f.severity for f in medium] == [Severity.MEDIUM]
+    assert medium[0].data["quota_table"][2] == {
+        "flavor": "h100", "resource": "nvidia.com/gpu", "nominal": "8", "reserved": "4", "borrowed": "0",
+        "lent": "0", "unused": "4", "pending": "4"}
