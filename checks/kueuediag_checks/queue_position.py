@@ -6,6 +6,7 @@ from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
+from kueuediag.analysis.messages import parse_pending_message
 from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
 from kueuediag.analysis.quota import WorkloadFit, workload_fit
 from kueuediag.check import Check, ev
@@ -79,15 +80,18 @@ class QueuePosition(Check):
         fitting: list[QueueEntry] = []
         head_blocker: QueueEntry | None = None
         for e in ahead:
+            if e.workload.requeue_at is not None and e.workload.requeue_at > snapshot.now:
+                continue  # in requeue backoff: not in the active heap yet
             afit = workload_fit(snapshot, e.workload, cq_name)
             if afit is None:
                 continue
-            if _fits_after(afit, consumed):
+            # a preemptor waiting for its victims stays at the head and gets the quota they release
+            if e.sticky or _fits_after(afit, consumed):
                 fitting.append(e)
                 for _, ff in afit.chosen():
                     for r in ff.resources:
                         consumed[(ff.flavor, r.resource)] += r.request
-            elif strict:
+            elif strict and not _namespace_mismatch(e):
                 head_blocker = e
                 break
         starved = not _fits_after(fit, consumed) if fitting else False
@@ -124,7 +128,10 @@ class QueuePosition(Check):
             hv = hf.verdict.value if hf is not None else "unknown"
             why = f"the StrictFIFO head {head.workload.ref()} does not fit ({hv}) and blocks every workload behind it"
             confidence = Confidence.HIGH
-        elif higher and len(higher) == len(fitting):
+        elif any(e.sticky for e in fitting):
+            why = "a preemptor ahead waits for its victims and will take the quota they release"
+            confidence = Confidence.MEDIUM
+        elif fitting and all(e.priority > entry.priority for e in fitting):
             why = "higher-priority work ahead takes the free quota"
             confidence = Confidence.MEDIUM
         else:
@@ -172,7 +179,7 @@ class QueuePosition(Check):
                     "derived",
                     f"position {e.position}, priority {e.priority}, queued "
                     f"{human_duration(snap.age_seconds(e.order_time))} ago, "
-                    f"{'does not fit' if e is head else 'fits'}",
+                    f"{'does not fit' if e is head else 'preemptor waiting for its victims' if e.sticky else 'fits'}",
                     kind="Workload",
                     name=e.workload.name,
                     namespace=e.workload.namespace,
@@ -216,6 +223,12 @@ class QueuePosition(Check):
             remediation=remediation,
             data=data,
         )
+
+
+def _namespace_mismatch(e: QueueEntry) -> bool:
+    """StrictFIFO does not keep a head blocked by a namespace mismatch at the head (kueue-facts §14)."""
+    qr = e.workload.cond("QuotaReserved")
+    return bool(qr and qr.false and parse_pending_message(qr.message).has("namespace-mismatch"))
 
 
 def _class(e: QueueEntry) -> str:

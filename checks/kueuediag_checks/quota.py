@@ -155,7 +155,7 @@ class QuotaCheck(Check):
     def _cause_from_condition(w: WorkloadView, qr: Condition, pm: PendingMessage) -> str | None:
         """Map the QuotaReserved=False condition to one of our causes (None: not about quota)."""
         reason = qr.reason
-        if reason in ("WaitingForPreemptedWorkloads",) or pm.preempting:
+        if reason == "WaitingForPreemptedWorkloads" or pm.preempting or pm.preemption_failed:
             return "preemption-in-progress"
         if pm.has("overlapping-targets") and "will fit after these preemptions complete" in qr.message:
             return "preemption-in-progress"
@@ -461,8 +461,13 @@ class QuotaCheck(Check):
     ) -> Finding:
         victims = preemption_victims(snap, w)
         holding = [v for v in victims if v.holds_quota]
-        n = pm.preempting or len(victims) or None
-        title = f"pending the preemption of {n} workload(s)" if n else "waiting for preempted workloads"
+        n = pm.preempting or pm.preemption_failed or len(victims) or None
+        if pm.preemption_failed and not pm.preempting:
+            title = f"preempting {n} workload(s) failed, Kueue will retry"
+        elif n:
+            title = f"pending the preemption of {n} workload(s)"
+        else:
+            title = "waiting for preempted workloads"
         if victims:
             names = ", ".join(v.ref() for v in victims[: int(self.opts["max_listed"])])
             title += f": {names}"
@@ -501,6 +506,11 @@ class QuotaCheck(Check):
             )
         elif victims:
             extra += " The victims already released their quota: it should be admitted at the next cycle."
+        if pm.preemption_failed:
+            extra += (
+                f" The last attempt to preempt {pm.preemption_failed} workload(s) failed (API error or conflict); "
+                "Kueue retries in the next cycle - check the kueue-controller-manager logs if it repeats."
+            )
         message = (
             f"Kueue chose to preempt workloads to make room for this one in ClusterQueue {cq} and waits for "
             f"them to release their quota (QuotaReserved: {qr.message}).{extra}"
