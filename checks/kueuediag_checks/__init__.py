@@ -15,6 +15,8 @@ _MODULES: tuple[tuple[str, str], ...] = (
     ("kueuediag_checks.preemption", "Preemption"),
     ("kueuediag_checks.guarantee_violation", "GuaranteeViolation"),
     ("kueuediag_checks.fair_sharing", "FairSharing"),
+    ("kueuediag_checks.queue_configuration", "QueueConfiguration"),
+    ("kueuediag_checks.admission_checks", "AdmissionChecks"),
 )
 
 

@@ -49,8 +49,12 @@ def restricted_selector_matches(pod_spec: dict[str, Any], flavor_labels: dict[st
         restricted.append({"matchExpressions": exprs})
     if restricted and not node_selector_terms_match(restricted, flavor_labels):
         shown = "; ".join(
-            " and ".join(f"{e.get('key')} {e.get('operator')} {list(e.get('values') or [])}".rstrip(" []")
-                         for e in t["matchExpressions"]) for t in restricted)
+            " and ".join(
+                f"{e.get('key')} {e.get('operator')} {list(e.get('values') or [])}".rstrip(" []")
+                for e in t["matchExpressions"]
+            )
+            for t in restricted
+        )
         return False, f"required node affinity {shown}"
     return True, ""
 
@@ -62,8 +66,7 @@ def flavor_exclusion(pod_set: PodSet, flavor_name: str, flavor: FlavorView | Non
     tolerations = list(pod_set.spec.get("tolerations") or []) + list(flavor.tolerations)
     bad = untolerated_taints(tolerations, flavor.node_taints)
     if bad:
-        return FlavorExclusion(flavor_name, "untolerated-taint",
-                               f"untolerated taint {taint_str(bad[0])}")
+        return FlavorExclusion(flavor_name, "untolerated-taint", f"untolerated taint {taint_str(bad[0])}")
     ok, why = restricted_selector_matches(pod_set.spec, flavor.node_labels)
     if not ok:
         return FlavorExclusion(flavor_name, "node-affinity", why)
@@ -79,8 +82,9 @@ def groups_for_pod_set(cq: ClusterQueueView, pod_set: PodSet) -> list[ResourceGr
     return out
 
 
-def group_exclusions(pod_set: PodSet, group: ResourceGroup,
-                     flavors: dict[str, FlavorView]) -> tuple[list[FlavorExclusion], list[str]]:
+def group_exclusions(
+    pod_set: PodSet, group: ResourceGroup, flavors: dict[str, FlavorView]
+) -> tuple[list[FlavorExclusion], list[str]]:
     """(excluded flavors with reasons, usable flavor names) for one resource group."""
     excluded: list[FlavorExclusion] = []
     usable: list[str] = []

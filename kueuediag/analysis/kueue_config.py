@@ -86,8 +86,11 @@ class KueueConfig:
 
 
 def default_namespace_selector(kueue_namespace: str) -> dict[str, Any]:
-    return {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                                  "values": ["kube-system", kueue_namespace]}]}
+    return {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", kueue_namespace]}
+        ]
+    }
 
 
 def kueue_config(snap: Snapshot) -> KueueConfig:
@@ -99,9 +102,11 @@ def _find_config_map(snap: Snapshot) -> dict[str, Any] | None:
     candidates = [cm for cm in snap.of_kind("ConfigMap") if meta(cm).get("name") == CONFIG_MAP]
     if not candidates:
         # Helm installs may prefix the name (`<release>-kueue-manager-config`): accept the suffix.
-        candidates = [cm for cm in snap.of_kind("ConfigMap")
-                      if str(meta(cm).get("name", "")).endswith(CONFIG_MAP)
-                      and CONFIG_KEY in (cm.get("data") or {})]
+        candidates = [
+            cm
+            for cm in snap.of_kind("ConfigMap")
+            if str(meta(cm).get("name", "")).endswith(CONFIG_MAP) and CONFIG_KEY in (cm.get("data") or {})
+        ]
     candidates.sort(key=lambda cm: (meta(cm).get("namespace") != DEFAULT_NAMESPACE, meta(cm).get("namespace") or ""))
     return candidates[0] if candidates else None
 
@@ -143,8 +148,9 @@ def _load(snap: Snapshot) -> KueueConfig:
         manage_jobs_without_queue_name=bool(raw.get("manageJobsWithoutQueueName", False)),
         managed_jobs_namespace_selector=selector if isinstance(selector, dict) else None,
         namespace_selector_set=selector_set,
-        pod_namespace_selector=pod_opts.get("namespaceSelector") if isinstance(
-            pod_opts.get("namespaceSelector"), dict) else None,
+        pod_namespace_selector=pod_opts.get("namespaceSelector")
+        if isinstance(pod_opts.get("namespaceSelector"), dict)
+        else None,
         exclude_resource_prefixes=tuple(str(p) for p in resources.get("excludeResourcePrefixes") or ()),
         wait_for_pods_ready=_wait_for_pods_ready(raw),
         raw=raw,
