@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kueuediag_checks.queue_position import QueuePosition
+from kueuediag_checks.quota import QuotaCheck
 
 from kueuediag.analysis.messages import parse_pending_message
 from kueuediag.analysis.queue_order import effective_priority, pending_queue
 from kueuediag.snapshot.kueue import workload, workload_view
 from kueuediag.target import Target
-from kueuediag_checks.queue_position import QueuePosition
-from kueuediag_checks.quota import QuotaCheck
 
 from .test_quota_analysis import GPU, _cq, _flavor, _lq, _res, _snap, _wl
 
