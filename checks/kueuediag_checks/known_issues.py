@@ -135,12 +135,12 @@ class KnownIssues(Check):
         first_issue = issue.issues[0]
         if issue.fixed_in:
             fix = fixed_version_for(ctx.version, issue.fixed_in)
-            title = f"Kueue {shown} has upstream bug {first_issue} ({issue.title.lower()}); fixed in {fix}"
+            title = f"Kueue {shown} has upstream bug {first_issue} ({_lower_first(issue.title)}); fixed in {fix}"
             upgrade = (f"Upgrade Kueue to {fix} or later ({issue.refs}); releases with the fix: "
                        f"{', '.join(issue.fixed_in)}.")
         else:
             fix = f"{issue.gate_since} with {issue.mitigation_gate}"
-            title = (f"Kueue {shown}: {issue.title.lower()} ({first_issue}); mitigated by "
+            title = (f"Kueue {shown}: {_lower_first(issue.title)} ({first_issue}); mitigated by "
                      f"{issue.mitigation_gate} (>= {issue.gate_since})")
             if satisfies(ctx.version, f">={issue.gate_since}"):
                 upgrade = (f"Enable the feature gate: add --feature-gates={issue.mitigation_gate}=true to the "
@@ -158,6 +158,10 @@ class KnownIssues(Check):
             data={"issue": issue.id, "upstream": list(issue.issues), "prs": list(issue.prs), "fixed_in": fix,
                   "kueueVersion": shown},
         )
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 # --- detectors (KnownIssue.condition → fingerprint in the snapshot) -------------------------------------
@@ -191,7 +195,8 @@ def _borrowing_zero_share(ctx: _Ctx) -> _Match | None:
                    expected="> 0 for a borrowing ClusterQueue") for q in bad[:4]]
     names = ", ".join(q.name for q in bad)
     return _Match(
-        f"ClusterQueue {names} borrow{'s' if len(bad) == 1 else ''} quota but report weightedShare 0, so "
+        f"ClusterQueue {names} borrow{'s' if len(bad) == 1 else ''} quota but "
+        f"report{'s' if len(bad) == 1 else ''} weightedShare 0, so "
         f"fair-sharing preemption never picks {'it' if len(bad) == 1 else 'them'}"
         + (f" and ClusterQueue {ctx.cq} cannot reclaim its nominal quota" if about else ""),
         evidence, about, Confidence.HIGH,

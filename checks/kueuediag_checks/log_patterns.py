@@ -19,6 +19,7 @@ from kueuediag.target import Target
 from kueuediag.timeutil import format_rfc3339, human_duration
 
 _TRIM = 360
+_CAUSE_LABEL = {"controller-unhealthy": "controller errors"}
 
 
 class LogPatterns(Check):
@@ -70,6 +71,7 @@ class LogPatterns(Check):
         onset = w.queue_order_time
         pending = w.state in ("pending", "quota-reserved")
         findings: list[Finding] = []
+        cluster_wide: dict[str, list[SignatureHit]] = {}
         for hit in signature_hits(snapshot):
             sig = hit.signature
             names_target = any(ln.names_workload(w.namespace, w.name) for ln in hit.lines)
@@ -90,12 +92,17 @@ class LogPatterns(Check):
                         and sig.severity >= Severity.MEDIUM:
                     findings.append(self._repeated(hit, target, about=False))
                 continue
-            # cluster-wide signatures: about the target when they name it or its ClusterQueue, or when they
-            # happened while it was pending.
-            last = _last_ts(hit.lines)
-            about = names_target or (cq is not None and any(ln.names_cluster_queue(cq) for ln in hit.lines)) \
+            cluster_wide.setdefault(sig.cause, []).append(hit)
+        # cluster-wide signatures (controller errors), one finding per cause: about the target when they name
+        # it or its ClusterQueue, or when they happened while it was pending.
+        for cause, hits in cluster_wide.items():
+            lines = [ln for h in hits for ln in h.lines]
+            last = _last_ts(lines)
+            about = any(ln.names_workload(w.namespace, w.name) for ln in lines) \
+                or (cq is not None and any(ln.names_cluster_queue(cq) for ln in lines)) \
                 or (pending and last is not None and (onset is None or last >= onset))
-            findings.append(self._repeated(hit, target, about=about))
+            findings.append(self._repeated(hits[0], target, about=about) if len(hits) == 1
+                            else self._merged(cause, hits, target, about))
         insufficient = self._logging_insufficient(snapshot, target, findings)
         if insufficient is not None:
             findings.append(insufficient)
@@ -184,6 +191,39 @@ class LogPatterns(Check):
                   "key": hit.key},
         )
 
+    def _merged(self, cause: str, hits: list[SignatureHit], target: Target, about: bool) -> Finding:
+        w = target.workload
+        assert w is not None
+        hits = sorted(hits, key=lambda h: -int(h.signature.severity))
+        short = ", ".join(f"{h.signature.id} {h.count}x" for h in hits)
+        summary = "; ".join(f"{h.signature.title} ({h.count}x)" for h in hits)
+        lines: list[LogLine] = []
+        seen: set[str] = set()
+        for h in hits:  # the last line of each signature first, then the rest
+            for ln in (h.lines[-1], *h.lines[:-1]):
+                if ln.location not in seen:
+                    seen.add(ln.location)
+                    lines.append(ln)
+        lines.sort(key=lambda ln: 0 if ln.names_workload(w.namespace, w.name) else 1)
+        severity = max(h.signature.severity for h in hits)
+        all_lines = [ln for h in hits for ln in h.lines]
+        meanings = " ".join(f"{h.signature.title}: {h.signature.meaning}" for h in hits[:3])
+        evidence = []
+        for h in hits[:6]:
+            ln = h.lines[-1]
+            mine = ln.names_workload(w.namespace, w.name)
+            evidence.append(ev("log", f"{ln.location}: {_clip(ln.raw.strip(), _TRIM)}", field=h.signature.id,
+                               kind="Workload" if mine else None, name=w.name if mine else None,
+                               namespace=w.namespace if mine else None))
+        return self.finding(
+            cause, f"logs: {_CAUSE_LABEL.get(cause, cause)} — {short}{_span(all_lines)}",
+            f"The controller logs show: {summary}. {meanings}",
+            severity=severity if about else min(severity, Severity.MEDIUM),
+            confidence=Confidence.MEDIUM if about else Confidence.LOW,
+            evidence=evidence, about_target=about,
+            data={"signatures": [h.signature.id for h in hits], "count": len(lines)},
+        )
+
     def _logging_insufficient(self, snap: Snapshot, target: Target,
                               findings: list[Finding]) -> Finding | None:
         w = target.workload
@@ -208,14 +248,16 @@ class LogPatterns(Check):
         evidence.append(ev("log", f"{len(parsed)} structured lines, highest verbosity V({info.max_seen})"
                            if info.max_seen is not None else "no structured log lines",
                            field="verbosity", expected=f"V({DECISIVE_MIN_VERBOSITY}) or more"))
-        names = ", ".join(f"`{BY_ID[s].title}`" for s in ("evaluated-for-admission", "preempted"))
+        names = " and ".join(f"`{(BY_ID[s].msg or '').strip('^$')}`"
+                             for s in ("evaluated-for-admission", "preempted"))
         how = "the manager's --zap-log-level flag" if info.flag is not None else "the logs (no flag found)"
         return self.finding(
             "logging-insufficient",
             f"controller logs at level {level}: the V(3)+ why-lines are not emitted",
             f"According to {how}, Kueue logs at level {level}, so {names} (V3) never reach the logs, and the "
             f"logs cannot say why {w.namespace}/{w.name} is pending. Raise the manager to --zap-log-level=5 "
-            "while investigating, as the Kueue maintainers recommend, then collect the logs again.",
+            "while investigating (the KubeCon talk on instrumenting Kueue recommends level 5), then collect the "
+            "logs again.",
             severity=Severity.LOW, confidence=Confidence.HIGH if info.flag is not None else Confidence.MEDIUM,
             evidence=evidence,
             remediation=[

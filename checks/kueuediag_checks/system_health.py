@@ -336,7 +336,8 @@ class SystemHealth(Check):
                 continue
             if abs((c.at - anchor).total_seconds()) <= window.total_seconds():
                 near.append(c)
-        restarts = [p for p in controller_pods(ctx.snap) if p.restarts > 0 and p.started is not None
+        # restarts of a pod that is unhealthy now are reported by the controller finding, not as a change
+        restarts = [p for p in controller_pods(ctx.snap) if p.restarts > 0 and p.started is not None and p.healthy
                     and abs((p.started - anchor).total_seconds()) <= window.total_seconds()]
         if not near and not restarts:
             return []
@@ -349,8 +350,10 @@ class SystemHealth(Check):
         if first is not None and len(items) == 1:
             title = (f"{first.kind} {first.namespace + '/' if first.namespace else ''}{first.name} changed "
                      f"{_rel(first.at, anchor, about)}")
-            if first.kind == "ConfigMap":
-                title += f" ({first.what.split('; ', 1)[-1]})"
+            if first.kind == "ConfigMap" and "; " in first.what:
+                title += f": {first.what.split('; ', 1)[-1]}"
+        elif len(items) == 1:
+            title = items[0]
         else:
             title = f"{len(items)} configuration changes within {human_duration(window)} of " + (
                 "the pending onset" if about else "the capture")
@@ -360,8 +363,8 @@ class SystemHealth(Check):
         evidence += [ev("object", f"restartCount {p.restarts}, started {format_rfc3339(p.started)}", kind="Pod",
                         name=p.name, namespace=p.namespace, field="status.containerStatuses[manager].state")
                      for p in restarts[:2] if p.started is not None]
-        when = (f"the workload started waiting at {format_rfc3339(anchor)}" if about
-                else f"the snapshot was captured at {format_rfc3339(anchor)}")
+        when = (f"The workload started waiting at {format_rfc3339(anchor)}" if about
+                else f"The snapshot was captured at {format_rfc3339(anchor)}")
         return [self.finding(
             "config-change", title,
             "Changes close to the moment things went wrong are the first suspects (the talk's third bug: "

@@ -209,7 +209,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "non-borrowers and are never chosen (#6577).",
         "waiting-for-quota", _S.MEDIUM, min_verbosity=2,
         msg=r"^Workload requires preemption, but there are no candidate workloads allowed for preemption",
-        upstream="#6577",
+        per="workload", upstream="#6577",
     ),
     Signature(
         "requeue-loop-pending-preemption", "Re-queued again and again waiting for preemption",
@@ -232,7 +232,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "The ClusterQueue's queue manager recorded that the head could not be admitted this cycle "
         "(BestEffortFIFO then moves on to the next workload).",
         "waiting-for-quota", _S.LOW, min_verbosity=2,
-        msg=r"^Workload couldn't be admitted\.", per="workload",
+        msg=r"^Workload couldn't be admitted\.", repeat=3, per="workload",
     ),
     Signature(
         "podsready-timeout-eviction", "Evicted for exceeding the PodsReady timeout",
