@@ -11,6 +11,9 @@ from kueuediag.check import Check
 
 _MODULES: tuple[tuple[str, str], ...] = (
     ("kueuediag_checks.workload_state", "WorkloadState"),
+    ("kueuediag_checks.log_patterns", "LogPatterns"),
+    ("kueuediag_checks.system_health", "SystemHealth"),
+    ("kueuediag_checks.known_issues", "KnownIssues"),
     ("kueuediag_checks.admission_rate", "AdmissionRate"),
     ("kueuediag_checks.preemption", "Preemption"),
     ("kueuediag_checks.guarantee_violation", "GuaranteeViolation"),
