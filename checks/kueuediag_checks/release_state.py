@@ -18,8 +18,8 @@ from kueuediag.analysis.scheduling import (
 from kueuediag.check import Check, ev
 from kueuediag.models import Evidence, Finding, Severity
 from kueuediag.quantity import ZERO
-from kueuediag.snapshot.k8s import PodView, meta
-from kueuediag.snapshot.kueue import WorkloadView, events_for, nodes, workload_pods
+from kueuediag.snapshot.k8s import PodView, meta, pod_fits_node_labels
+from kueuediag.snapshot.kueue import FlavorView, WorkloadView, events_for, kueue_index, nodes, workload_pods
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration, parse_time_lenient
@@ -249,10 +249,23 @@ class ReleaseState(Check):
         title = f"pod {pod.name} unschedulable{for_}: {failure.summary()}"
         if len(scheds) > 1:
             title += f" ({len(scheds)} pods)"
+        selected = _selector_matches(snap, pod)
+        parts = []
+        for r in sorted(failure.reasons, key=lambda r: -(r.count or 0)):
+            text = _explain(r.kind, r.count, r.text)
+            if r.kind == "node-affinity" and selected:
+                text = (f"{r.count} node(s) are outside the pod's nodeSelector (the flavor's nodeLabels, injected by "
+                        f"Kueue); {selected} node(s) do match it, so this part is expected.")
+            parts.append(text)
         message = (f"Kueue released the workload ({len(scheds)} of {pending} pending pod(s) have a scheduling "
                    f"failure), but kube-scheduler cannot place it: 0/{failure.total_nodes} nodes are available. "
-                   + " ".join(_explain(r.kind, r.count, r.text) for r in
-                              sorted(failure.reasons, key=lambda r: -(r.count or 0))))
+                   + " ".join(p for p in parts if p))
+        flavor = _flavor_of(snap, w)
+        for r in failure.of("untolerated-taint"):
+            key = (r.taint or "").split(":", 1)[0].strip()
+            if flavor is not None and not any(t.get("key") in (key, None, "") for t in flavor.tolerations):
+                message += (f" ResourceFlavor {flavor.name} has no toleration for {key}, so Kueue injected none "
+                            "and the job's pod template has none either.")
         remediation = self._unschedulable_fix(snap, w, pod, failure)
         for r in failure.reasons:
             if r.kind == "untolerated-taint" and r.taint:
@@ -269,9 +282,10 @@ class ReleaseState(Check):
     def _unschedulable_fix(self, snap: Snapshot, w: WorkloadView, pod: PodView,
                            failure: SchedulingFailure) -> list[str]:
         out: list[str] = []
-        flavors = sorted({f for a in w.assignments for f in a.flavors.values()})
-        flavor = flavors[0] if flavors else "<flavor>"
-        for r in failure.reasons:
+        fv = _flavor_of(snap, w)
+        flavor = fv.name if fv is not None else "<flavor>"
+        selected = _selector_matches(snap, pod)
+        for r in sorted(failure.reasons, key=lambda r: -(r.count or 0)):
             if r.kind == "untolerated-taint" and r.taint:
                 key, _, value = (s.strip() for s in r.taint.partition(":"))
                 effect = "NoSchedule"
@@ -286,7 +300,7 @@ class ReleaseState(Check):
                            f"'{{\"spec\":{{\"tolerations\":[{tol}]}}}}'` (or add it to the job's pod template); "
                            "declaring the taint in the flavor's `nodeTaints` makes Kueue refuse such jobs instead "
                            "of admitting them.")
-            elif r.kind == "node-affinity":
+            elif r.kind == "node-affinity" and not selected:
                 sel = (pod.obj.get("spec") or {}).get("nodeSelector") or {}
                 out.append(f"Check the pod's nodeSelector {sel} (the flavor's nodeLabels are injected at admission) "
                            "against the node labels: `kubectl get nodes -L " + ",".join(sel) + "`.")
@@ -357,6 +371,18 @@ def _held(owner: dict[str, Any] | None, pods: list[PodView]) -> list[HeldBy]:
                                   observed=f"schedulingGates: [{', '.join(p.scheduling_gates)}]", gate=gate))
                 break
     return out
+
+
+def _flavor_of(snap: Snapshot, w: WorkloadView) -> FlavorView | None:
+    """The flavor of the workload's first assigned resource (the one whose nodeLabels/tolerations Kueue injected)."""
+    names = [f for a in w.assignments for f in a.flavors.values()]
+    return kueue_index(snap).flavors.get(names[0]) if names else None
+
+
+def _selector_matches(snap: Snapshot, pod: PodView) -> int:
+    """Nodes whose labels satisfy the pod's nodeSelector and required node affinity."""
+    spec = pod.obj.get("spec") or {}
+    return sum(1 for n in nodes(snap) if pod_fits_node_labels(spec, n.labels))
 
 
 def _claims(pod: PodView) -> list[str]:
