@@ -79,9 +79,7 @@ def _cohort(name: str, parent: str | None, resources: list[dict[str, Any]] | Non
     if parent:
         spec["parentName"] = parent
     if resources:
-        spec["resourceGroups"] = [
-            {"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": resources}]}
-        ]
+        spec["resourceGroups"] = [{"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": resources}]}]
     return {
         "apiVersion": V2,
         "kind": "Cohort",
@@ -126,9 +124,7 @@ def _wl(
     pod_spec: dict[str, Any] | None = None,
     pod_sets: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    template_spec: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": per_pod}}]
-    }
+    template_spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": per_pod}}]}
     template_spec.update(pod_spec or {})
     status: dict[str, Any] = {}
     if admitted_in:
@@ -175,8 +171,7 @@ def _wl(
 def _snap(objs: list[dict[str, Any]], manifest: dict[str, Any] | None = None) -> Snapshot:
     raw = RawSnapshot(
         source="test",
-        manifest=manifest
-        or {"format": "kueuediag-snapshot/v1", "capturedAt": "2026-11-20T10:00:00Z", "errors": []},
+        manifest=manifest or {"format": "kueuediag-snapshot/v1", "capturedAt": "2026-11-20T10:00:00Z", "errors": []},
         objects=objs,
     )
     return Snapshot(raw)
@@ -288,9 +283,7 @@ def test_holders_own_and_borrowers(tree_snap: Snapshot) -> None:
 def test_exact_decimal_cpu_and_memory() -> None:
     objs = [
         _flavor("default"),
-        _cq(
-            "q", None, [_res("cpu", "1"), _res("memory", "1Gi")], flavor="default", covered=("cpu", "memory")
-        ),
+        _cq("q", None, [_res("cpu", "1"), _res("memory", "1Gi")], flavor="default", covered=("cpu", "memory")),
         _lq("ns", "lq", "q"),
         _wl("ns", "w1", "lq", {"cpu": "100m", "memory": "256Mi"}, count=3, admitted_in="q", flavor="default"),
         _wl("ns", "w2", "lq", {"cpu": "700m", "memory": "256Mi"}),
@@ -366,9 +359,7 @@ def test_second_pod_set_accumulates_in_the_same_flavor() -> None:
         return {
             "name": name,
             "count": count,
-            "template": {
-                "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: gpus}}}]}
-            },
+            "template": {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: gpus}}}]}},
         }
 
     objs = [
@@ -425,3 +416,29 @@ def test_cohort_cycle_disables_borrowing() -> None:
     assert tree.cycles == {"x", "y"}
     q = cq_quota(snap, "q", "a100", GPU)
     assert q is not None and q.max_capacity == D(4) and not q.in_cohort
+
+
+def test_affinity_is_restricted_to_the_flavor_own_label_keys() -> None:
+    """A flavor without nodeLabels matches any nodeSelector (only its own keys are compared)."""
+    objs = [
+        _flavor("labelled", {"pool": "a"}),
+        _flavor("plain"),
+        _cq(
+            "q",
+            None,
+            [_res(GPU, "1")],
+            flavor="labelled",
+            extra_flavors=[{"name": "plain", "resources": [_res(GPU, "8")]}],
+        ),
+        _lq("ns", "lq", "q"),
+        _wl("ns", "w", "lq", {GPU: "2"}, pod_spec={"nodeSelector": {"pool": "b"}}),
+    ]
+    snap = _snap(objs)
+    w = workload(snap, "ns", "w")
+    assert w is not None
+    fit = workload_fit(snap, w)
+    assert fit is not None
+    by_name = {f.flavor: f for f in fit.pod_sets[0].flavors}
+    assert by_name["labelled"].reasons == ("flavor labelled doesn't match node affinity",)
+    assert by_name["plain"].eligible
+    assert fit.chosen()[0][1].flavor == "plain" and fit.verdict == FitVerdict.FITS_NOMINAL

@@ -281,7 +281,7 @@ def _find_cycles(cohorts: dict[str, QuotaNode]) -> set[str]:
             seen.append(cur)
             cur = cohorts[cur].parent
         if cur is not None and cur in seen:
-            in_cycle.update(seen[seen.index(cur):])
+            in_cycle.update(seen[seen.index(cur) :])
     return in_cycle
 
 
@@ -354,7 +354,9 @@ def _cq_quota(snap: Snapshot, cq: str, fr: FlavorResource) -> FlavorResourceQuot
     q = node.quotas.get(fr)
     status = tree.status_usage.get(cq, {})
     return FlavorResourceQuota(
-        cluster_queue=cq, flavor=fr[0], resource=fr[1],
+        cluster_queue=cq,
+        flavor=fr[0],
+        resource=fr[1],
         nominal=q.nominal if q else ZERO,
         borrowing_limit=q.borrowing_limit if q else None,
         lending_limit=q.lending_limit if q else None,
@@ -418,8 +420,7 @@ class QuotaHolders:
 
 def quota_holders(snap: Snapshot, cq: str, flavor: str, resource: str) -> QuotaHolders:
     """Who holds the quota of (flavor, resource) that a workload of `cq` would need."""
-    return snap.memo(("quota:holders", cq, flavor, resource),
-                     lambda: _quota_holders(snap, cq, (flavor, resource)))
+    return snap.memo(("quota:holders", cq, flavor, resource), lambda: _quota_holders(snap, cq, (flavor, resource)))
 
 
 def _quota_holders(snap: Snapshot, cq: str, fr: FlavorResource) -> QuotaHolders:
@@ -469,8 +470,13 @@ class FitVerdict(StrEnum):
         return self in (FitVerdict.FITS_NOMINAL, FitVerdict.FITS_BORROWING)
 
 
-_RANK = {FitVerdict.FITS_NOMINAL: 0, FitVerdict.FITS_BORROWING: 1, FitVerdict.NEEDS_PREEMPTION: 2,
-         FitVerdict.NEVER_FITS: 3, FitVerdict.NO_MATCHING_FLAVOR: 4}
+_RANK = {
+    FitVerdict.FITS_NOMINAL: 0,
+    FitVerdict.FITS_BORROWING: 1,
+    FitVerdict.NEEDS_PREEMPTION: 2,
+    FitVerdict.NEVER_FITS: 3,
+    FitVerdict.NO_MATCHING_FLAVOR: 4,
+}
 
 
 def worst(verdicts: list[FitVerdict]) -> FitVerdict:
@@ -502,10 +508,12 @@ class ResourceFit:
 
     def describe(self) -> str:
         r = self.resource
-        return (f"needs {format_quantity(self.needed, r)} {r} in flavor {self.quota.flavor}: "
-                f"{format_quantity(self.free_nominal, r)} free in nominal quota, "
-                f"{format_quantity(self.borrowable, r)} borrowable, "
-                f"maximum capacity {format_quantity(self.quota.max_capacity, r)}")
+        return (
+            f"needs {format_quantity(self.needed, r)} {r} in flavor {self.quota.flavor}: "
+            f"{format_quantity(self.free_nominal, r)} free in nominal quota, "
+            f"{format_quantity(self.borrowable, r)} borrowable, "
+            f"maximum capacity {format_quantity(self.quota.max_capacity, r)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -606,12 +614,13 @@ class WorkloadFit:
         return out
 
 
-def flavor_eligibility(snap: Snapshot, pod_set: PodSet, flavor: str, group_label_keys: set[str]) -> list[str]:
+def flavor_eligibility(snap: Snapshot, pod_set: PodSet, flavor: str) -> list[str]:
     """Reasons (Kueue's wording) why `flavor` cannot be used by `pod_set`; [] when usable.
 
-    nodeSelector and required node affinity are restricted to the node-label keys of the flavors of the
-    resource group (Kueue's ``flavorSelector``); flavor nodeTaints with NoSchedule/NoExecute must be tolerated
-    by the pod or by the flavor's own tolerations.
+    As ``checkFlavorForPodSets`` does: flavor nodeTaints with NoSchedule/NoExecute must be tolerated by the pod
+    or by the flavor's own tolerations; the pod's nodeSelector and required node affinity, restricted to the
+    keys of *this flavor's* nodeLabels (kueue-facts §2.4; older releases used the union of the resource
+    group's keys), must match the flavor's nodeLabels.
     """
     idx = kueue_index(snap)
     fv = idx.flavors.get(flavor)
@@ -622,7 +631,7 @@ def flavor_eligibility(snap: Snapshot, pod_set: PodSet, flavor: str, group_label
     tolerations = list(spec.get("tolerations") or []) + list(fv.tolerations)
     for t in untolerated_taints(tolerations, fv.node_taints):
         reasons.append(f"untolerated taint {taint_str(t)} in flavor {flavor}")
-    if not pod_fits_node_labels(_restricted_spec(spec, group_label_keys), fv.node_labels):
+    if not pod_fits_node_labels(_restricted_spec(spec, set(fv.node_labels)), fv.node_labels):
         reasons.append(f"flavor {flavor} doesn't match node affinity")
     return reasons
 
@@ -634,22 +643,21 @@ def _restricted_spec(spec: dict[str, object], keys: set[str]) -> dict[str, objec
         out["nodeSelector"] = {k: v for k, v in selector.items() if k in keys}
     affinity = spec.get("affinity")
     node_aff = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
-    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node_aff, dict) \
-        else None
+    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node_aff, dict) else None
     terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
     if isinstance(terms, list):
         kept: list[dict[str, object]] = []
         for t in terms:
-            exprs = [e for e in (t.get("matchExpressions") or [])
-                     if isinstance(e, dict) and e.get("key") in keys]
+            exprs = [e for e in (t.get("matchExpressions") or []) if isinstance(e, dict) and e.get("key") in keys]
             if not exprs:
                 # a term with no relevant expression matches every flavor (terms are ORed)
                 kept = []
                 break
             kept.append({"matchExpressions": exprs})
         if kept:
-            out["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": kept}}}
+            out["affinity"] = {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": kept}}
+            }
     return out
 
 
@@ -707,12 +715,10 @@ def _workload_fit(snap: Snapshot, w: WorkloadView, cq_name: str) -> WorkloadFit 
             covered_all.update(rg.covered)
             if not requested:
                 continue
-            label_keys = {k for fname, _ in rg.flavors
-                          for k in (idx.flavors[fname].node_labels if fname in idx.flavors else {})}
             fits: list[FlavorFit] = []
             chosen: FlavorFit | None = None
             for fname, _ in rg.flavors:
-                reasons = flavor_eligibility(snap, ps, fname, label_keys)
+                reasons = flavor_eligibility(snap, ps, fname)
                 rfits = []
                 for res in requested:
                     frq = cq_quota(snap, cq_name, fname, res)
