@@ -274,3 +274,18 @@ def test_fixture_tree_reproduces_the_v0_13_2_zero(fixtures_dir: Any) -> None:
     assert team_b.status_value(ShareRounding.PRECISE) == 1
     team_c = tree.drs("ClusterQueue", "team-c")  # weight 2: 6/2048 → 2.93‰ → integer 2 → /2 = 1
     assert team_c.status_value(ShareRounding.INTEGER) == 1 == tree.nodes[("ClusterQueue", "team-c")].reported
+
+
+def test_fixture_hierarchical_v1beta2_matches_kueue(fixtures_dir: Any) -> None:
+    # company ─ research-org (own 16 GPUs, borrowingLimit 8) ─ nlp (32, lendingLimit 16), vision (32)
+    #         └ prod-org ─ serving (64, lendingLimit 8)
+    snap = load_snapshot(str(fixtures_dir / "snapshots" / "fair-sharing-hierarchical"))
+    tree = fair_sharing_tree(snap)
+    research = tree.nodes[("Cohort", "research-org")]
+    assert research.subtree_quota[("a3-highgpu", "nvidia.com/gpu")] == 64  # 16 + (32 − 16) + 32
+    assert tree.nodes[("Cohort", "company")].subtree_quota[("a3-highgpu", "nvidia.com/gpu")] == 72  # 64 + 8
+    nlp = tree.drs("ClusterQueue", "nlp")
+    assert nlp.borrowed == {"nvidia.com/gpu": 24}
+    assert nlp.lendable == {"nvidia.com/gpu": 72}  # min(0 + 72, 64 + 8)
+    assert nlp.status_value() == 334 == tree.nodes[("ClusterQueue", "nlp")].reported
+    assert fair_sharing_config(snap).enabled is True
