@@ -102,18 +102,26 @@ class AdmissionRate(Check):
     def _rate_evidence(self, rates: Rates, observed: str) -> Evidence:
         return ev("metric" if rates.source == "metrics" else "derived", observed, field=rates.queries[0])
 
-    def _pending_persisted(self, w: WorkloadView, cq: str, rates: Rates, trickle: Trickle | None) -> bool:
-        if rates.pending_min is not None:
-            return rates.pending_min > 0
+    def _pending_persisted(self, w: WorkloadView, cq: str, rates: Rates, since: float) -> bool:
+        """Work stayed pending in the ClusterQueue from `since` (the trickle's start, or the stall window's) on.
+
+        With metrics: the pending gauge never dropped to 0. Without: workloads are pending now and the target
+        already waited while admissions went on (or others wait with it).
+        """
+        lowest = rates.pending_min(since)
+        if lowest is not None:
+            return lowest > 0
         pending = rates.pending_by_cq.get(cq, 0)
-        if trickle is not None and w.created is not None and len(rates.admission_times) >= 2:
-            return w.created.timestamp() <= sorted(rates.admission_times)[-2] or pending >= 2
+        admitted_since = sorted(t for t in rates.admission_times if t >= since)
+        if len(admitted_since) >= 2 and w.created is not None:
+            return w.created.timestamp() <= admitted_since[-2] or pending >= 2
         return pending >= 1
 
     # --- trickle --------------------------------------------------------------------------------------------
     def _trickle(self, snap: Snapshot, w: WorkloadView, cq: str, rates: Rates, trickle: Trickle,
                  spark: dict[str, str], data: dict[str, Any]) -> Finding | None:
-        if not self._pending_persisted(w, cq, rates, trickle):
+        first = min(rates.admission_times)
+        if not self._pending_persisted(w, cq, rates, first):
             return None
         victims = victims_of(snap, w) + [v for v in preemption_victims(snap) if v.preemptor_cq == cq]
         unique: dict[str, Victim] = {v.workload.ref(): v for v in victims}
@@ -126,8 +134,8 @@ class AdmissionRate(Check):
             return None  # a queue that drains as workloads finish: not an anomaly
         pending = rates.pending_by_cq.get(cq)
         pend_txt = f" while {pending:.0f} workload(s) wait" if pending else " while work is pending"
-        title = (f"1 admission every {shown} in ClusterQueue {cq} over "
-                 f"{human_duration(rates.window)}{pend_txt}")
+        lasted = human_duration(sum(trickle.gaps))
+        title = f"1 admission every {shown} in ClusterQueue {cq} for {lasted}{pend_txt}"
         data.update({"trickle_gap_seconds": round(gap), "trickle_cv": round(trickle.cv, 3),
                      "trickle_admissions": trickle.count})
         evidence = [self._rate_evidence(rates, f"{len(rates.admission_times)} admissions in "
@@ -138,7 +146,7 @@ class AdmissionRate(Check):
                                f"{len(rates.preemption_times)} preemptions issued by ClusterQueue {cq}",
                                field=rates.queries[1]))
         message = (f"Admissions to ClusterQueue {cq} arrive at a regular {shown} interval "
-                   f"({trickle.count} admissions, gaps vary by {trickle.cv:.0%}){pend_txt}. A guarantee "
+                   f"for {lasted} ({trickle.count} admissions, gaps vary by {trickle.cv:.0%}){pend_txt}. A guarantee "
                    "violation is normally resolved within seconds; a steady trickle means each admission waits "
                    "for something slow.")
         if matching:
@@ -177,7 +185,7 @@ class AdmissionRate(Check):
                spark: dict[str, str], data: dict[str, Any]) -> Finding | None:
         if rates.window < stall or rates.count_since(rates.admission_times, rates.end - stall) > 0:
             return None
-        if not self._pending_persisted(w, cq, rates, None) or not _fits_free_nominal(snap, cq, w):
+        if not self._pending_persisted(w, cq, rates, rates.end - stall) or not _fits_free_nominal(snap, cq, w):
             return None
         since = rates.end - stall
         stalled = sorted(c for c, p in rates.pending_by_cq.items()

@@ -80,8 +80,8 @@ class Rates:
     admissions_by_cq: dict[str, list[float]]
     pending_by_cq: dict[str, float]
     """latest pending depth per ClusterQueue"""
-    pending_min: float | None = None
-    """lowest pending depth of the target ClusterQueue over the window (metrics only)"""
+    pending_points: list[tuple[float, float]] = field(default_factory=list)
+    """pending depth of the target ClusterQueue over the window, all statuses summed (metrics only)"""
     attempts: dict[str, float] = field(default_factory=dict)
     """admission attempts in the window by result (metrics only)"""
     queries: list[str] = field(default_factory=list)
@@ -96,6 +96,11 @@ class Rates:
             elif t == self.start:
                 out[0] += 1
         return out
+
+    def pending_min(self, since: float | None = None) -> float | None:
+        """Lowest pending depth of the target ClusterQueue from `since` to the end (None without metrics)."""
+        values = [v for t, v in self.pending_points if since is None or t >= since]
+        return min(values) if values else None
 
     def count_since(self, times: Sequence[float], since: float) -> int:
         return sum(1 for t in times if since < t <= self.end)
@@ -185,12 +190,11 @@ def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hi
     pending = store.select(PENDING)
     pending_by = _by_label(pending, "cluster_queue")
     pending_latest = {name: sum_at(series, end) or 0.0 for name, series in pending_by.items()}
-    pending_min: float | None = None
+    pending_points: list[tuple[float, float]] = []
     if cq and cq in pending_by:
         queries.append(f'{PENDING}{{cluster_queue="{cq}"}}')
         stamps = sorted({t for s in pending_by[cq] for t, _ in s.points if start <= t <= end})
-        values = [v for v in (sum_at(pending_by[cq], t) for t in stamps) if v is not None]
-        pending_min = min(values) if values else None
+        pending_points = [(t, v) for t, v in ((t, sum_at(pending_by[cq], t)) for t in stamps) if v is not None]
     attempts: dict[str, float] = {}
     for s in store.select(ATTEMPTS):
         attempts[s.label("result")] = attempts.get(s.label("result"), 0.0) + sum(
@@ -201,7 +205,7 @@ def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hi
         admission_times=by_cq.get(cq or "", []), preemption_times=pre_times,
         all_admission_times=sorted(t for ts in by_cq.values() for t in ts),
         all_preemption_times=_times(pre, start, end),
-        admissions_by_cq=by_cq, pending_by_cq=pending_latest, pending_min=pending_min,
+        admissions_by_cq=by_cq, pending_by_cq=pending_latest, pending_points=pending_points,
         attempts=attempts, queries=queries,
     )
 

@@ -266,7 +266,32 @@ def _type_for(name: str, family: str | None, family_type: str, store: MetricStor
     return store.type_of(name) or "unknown"
 
 
+_LBL = r'[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*"'
+_FAST_SAMPLE = re.compile(rf"({_NAME})(?:\{{((?:{_LBL}(?:,{_LBL})*,?)?)\}})? ([^ #]+)(?: ([^ #]+))?$")
+_FAST_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\\n]*)"')
+_label_cache: dict[str, Labels | None] = {}
+
+
+def _fast_labels(text: str) -> Labels | None:
+    """Labels of the common, escape-free form; None when a label repeats (the slow path reports it)."""
+    if text in _label_cache:
+        return _label_cache[text]
+    pairs = _FAST_LABEL.findall(text)
+    keys = [k for k, _ in pairs]
+    result: Labels | None = tuple(sorted(pairs)) if len(set(keys)) == len(keys) else None
+    if len(_label_cache) < 100_000:
+        _label_cache[text] = result
+    return result
+
+
 def _parse_sample(where: str, line: str) -> tuple[str, Labels, float, float | None]:
+    fast = _FAST_SAMPLE.match(line)
+    if fast is not None and _VALUE_RE.fullmatch(fast.group(3)) and (
+            fast.group(4) is None or _TS_RE.fullmatch(fast.group(4))):
+        fast_labels = _fast_labels(fast.group(2) or "")
+        if fast_labels is not None:
+            stamp = fast.group(4)
+            return fast.group(1), fast_labels, float(fast.group(3)), float(stamp) if stamp is not None else None
     head = _SAMPLE_HEAD.match(line)
     if head is None:
         raise InputError(f"{where}: expected a metric name at the start of {_clip(line)!r}")
