@@ -692,7 +692,7 @@ class QueueConfiguration(Check):
         if lq is None:
             msg_says = pm is not None and any(r.name == lq_name for r in pm.of("lq-missing"))
             if not (_collected(snap, "LocalQueue", w.namespace) or msg_says):
-                return out
+                return out + self._from_message(w, qr, pm, "LocalQueue")
             close = difflib.get_close_matches(lq_name, ns_queues, n=1, cutoff=0.6)
             hint = f" Did you mean `{close[0]}`?" if close else ""
             out.append(
@@ -753,7 +753,7 @@ class QueueConfiguration(Check):
             msg_says = pm is not None and any(r.name == lq.cluster_queue for r in pm.of("cq-missing"))
             lq_says = lq_active is not None and lq_active.reason == "ClusterQueueDoesNotExist"
             if not (_collected(snap, "ClusterQueue", None) or msg_says or lq_says):
-                return out
+                return out + self._from_message(w, qr, pm, "ClusterQueue", lq_ev)
             cqs = sorted(idx.cluster_queues)
             out.append(
                 self.finding(
@@ -799,6 +799,95 @@ class QueueConfiguration(Check):
         out += self._namespace(snap, cq, w, wl_ev, pm)
         out += self._resources(snap, cq, w, wl_ev)
         out += self._flavors(snap, idx, cq, w, wl_ev, pm, missing_flavors_reported)
+        return out
+
+    def _from_message(
+        self,
+        w: WorkloadView,
+        qr: Condition | None,
+        pm: PendingMessage | None,
+        missing_kind: str,
+        extra: list[Evidence] | None = None,
+    ) -> list[Finding]:
+        """Causes only the QuotaReserved message tells, when the queue objects are not in the snapshot."""
+        if pm is None or qr is None:
+            return []
+        cond_ev = [*_qr_evidence(w, qr), *(extra or [])]
+        note = (
+            f" The {missing_kind} is not in this snapshot, so this comes from the Workload's QuotaReserved "
+            "condition alone (it may be stale)."
+        )
+        ns = w.namespace
+        mapping: list[tuple[tuple[str, ...], str, str, str]] = [
+            (
+                ("lq-stopped", "lq-inactive"),
+                "localqueue-stopped",
+                "LocalQueue {name} is stopped or inactive",
+                f"`kubectl describe localqueue {{name}} -n {ns}`; if it is on hold: `kubectl patch localqueue {{name}} "
+                f'-n {ns} --type merge -p \'{{{{"spec":{{{{"stopPolicy":"None"}}}}}}}}\'`.',
+            ),
+            (
+                ("cq-missing",),
+                "clusterqueue-missing",
+                "ClusterQueue {name} does not exist",
+                "`kubectl get clusterqueues`; create ClusterQueue {name} or recreate the LocalQueue pointing at an "
+                "existing one (spec.clusterQueue is immutable).",
+            ),
+            (
+                ("cq-inactive", "cq-stopped"),
+                "clusterqueue-inactive",
+                "ClusterQueue {name} is inactive",
+                "`kubectl describe clusterqueue {name}` and fix what its Active condition names (missing "
+                "ResourceFlavor/AdmissionCheck/Topology, or stopPolicy).",
+            ),
+            (
+                ("namespace-mismatch",),
+                "namespace-not-selected",
+                "namespace {ns} is not selected by the ClusterQueue",
+                "`kubectl get clusterqueue <cq> -o jsonpath='{{.spec.namespaceSelector}}'` and label namespace {ns} to "
+                "match, or set the selector to `{{}}`.",
+            ),
+            (
+                ("resource-unavailable",),
+                "resource-not-covered",
+                "requests {resource}, not covered by the ClusterQueue",
+                "Add {resource} to the ClusterQueue's coveredResources, drop it from the pod template, or exclude it "
+                "with resources.excludeResourcePrefixes.",
+            ),
+        ]
+        if missing_kind == "ClusterQueue":
+            mapping = [m for m in mapping if m[1] not in ("localqueue-stopped", "clusterqueue-missing")]
+        out: list[Finding] = []
+        for kinds, cause, title, fix in mapping:
+            reasons = pm.of(*kinds)
+            if not reasons:
+                continue
+            r = reasons[0]
+            values = {"name": r.name or "?", "ns": w.namespace, "resource": r.resource or "?"}
+            out.append(
+                self.finding(
+                    cause,
+                    title.format(**values),
+                    f"Kueue reports `{r.text}`.{note}",
+                    confidence=Confidence.MEDIUM,
+                    evidence=cond_ev,
+                    remediation=[fix.format(**values)],
+                    data={"from": "message"},
+                )
+            )
+        flavor_reasons = pm.of("node-affinity", "untolerated-taint", "flavor-not-found")
+        if flavor_reasons and not pm.has("insufficient-unused-quota", "exceeds-max-quota"):
+            flavors = ", ".join(sorted({r.flavor or "?" for r in flavor_reasons}))
+            out.append(
+                self.finding(
+                    "no-matching-flavor",
+                    f"every flavor tried was excluded: {flavors}",
+                    f"Kueue reports `{'; '.join(r.text for r in flavor_reasons)}`.{note}",
+                    confidence=Confidence.MEDIUM,
+                    evidence=cond_ev,
+                    data={"from": "message"},
+                )
+            )
         return out
 
     def _lq_stopped(self, lq: LocalQueueView, w: WorkloadView, wl_ev: list[Evidence]) -> list[Finding]:
@@ -1265,11 +1354,11 @@ def _conds(obj: dict[str, Any]) -> dict[str, Condition]:
 
 def _collected(snap: Snapshot, kind: str, namespace: str | None) -> bool:
     """Whether absence of `kind` objects in the snapshot means absence in the cluster."""
+    if snap.manifest.format is None:
+        return False  # a loose folder of kubectl output: we cannot tell what was collected
     if snap.of_kind(kind):
         limited = snap.manifest.namespaces
         return namespace is None or limited is None or namespace in limited
-    if snap.manifest.format is None:
-        return False  # a loose folder of objects: we cannot tell what was collected
     if any(kind.lower() in what.lower() for what, _ in snap.manifest.errors):
         return False
     limited = snap.manifest.namespaces
