@@ -1,0 +1,174 @@
+"""Semver ranges, the log-signature library and the known-issues table."""
+
+from __future__ import annotations
+
+import pytest
+
+from kueuediag.analysis.signatures import (
+    BY_ID,
+    KNOWN_BY_ID,
+    KNOWN_ISSUES,
+    SIGNATURES,
+    Signature,
+    cause_for_reason,
+    fixed_version_for,
+    is_fixed,
+    parse_version,
+    satisfies,
+    scan,
+)
+from kueuediag.causes import BY_SLUG
+from kueuediag.models import Severity
+from kueuediag.snapshot.logs import parse_log_line, parse_log_text
+
+
+def test_parse_version() -> None:
+    v = parse_version("v0.13.2")
+    assert v is not None and (v.major, v.minor, v.patch, v.pre) == (0, 13, 2, ())
+    assert str(parse_version("0.14")) == "v0.14.0"
+    assert str(parse_version("v0.20.0-devel")) == "v0.20.0-devel"
+    assert str(parse_version("v0.13.2-12-gabc1234")) == "v0.13.2"  # git describe
+    assert parse_version("latest") is None and parse_version("") is None and parse_version(None) is None
+
+
+def test_ordering_and_prereleases() -> None:
+    def v(text: str) -> object:
+        return parse_version(text)
+
+    assert v("v0.14.0-rc.1") < v("v0.14.0") < v("v0.14.1")  # type: ignore[operator]
+    assert v("v0.14.0-rc.2") < v("v0.14.0-rc.10")  # type: ignore[operator]
+    assert v("v0.9.9") < v("v0.10.0")  # type: ignore[operator]
+    assert v("v1.0.0") > v("v0.99.99")  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("version", "spec", "expected"), [
+    ("v0.13.4", ">=v0.13.0, <v0.13.5", True),
+    ("v0.13.5", ">=v0.13.0, <v0.13.5", False),
+    ("0.12.9", "<0.13", True),
+    ("v0.14.0-rc.1", "<v0.14.0", True),
+    ("v0.19.2", "==v0.19.2", True),
+    ("v0.19.2", "!=v0.19.2", False),
+])
+def test_satisfies(version: str, spec: str, expected: bool) -> None:
+    assert satisfies(version, spec) is expected
+
+
+def test_satisfies_rejects_bad_spec() -> None:
+    with pytest.raises(ValueError):
+        satisfies("v0.13.0", ">=banana")
+
+
+@pytest.mark.parametrize(("version", "fixed"), [
+    ("v0.12.7", False), ("v0.12.8", True), ("v0.12.12", True),
+    ("v0.13.2", False), ("v0.13.3", True),
+    ("v0.11.9", False),  # no cherry-pick on that line
+    ("v0.14.0-rc.1", False), ("v0.14.0", True), ("v0.19.2", True),
+])
+def test_is_fixed_with_cherry_picks(version: str, fixed: bool) -> None:
+    # fair-sharing rounding #6577: PR #6617 in v0.14.0, cherry-picks v0.13.3 and v0.12.8
+    assert is_fixed(version, ("v0.14.0", "v0.13.3", "v0.12.8")) is fixed
+
+
+def test_fixed_version_for_prefers_same_line() -> None:
+    fixes = ("v0.14.0", "v0.13.5", "v0.12.10")
+    assert fixed_version_for("v0.13.2", fixes) == "v0.13.5"
+    assert fixed_version_for("v0.12.3", fixes) == "v0.12.10"
+    assert fixed_version_for("v0.11.2", fixes) == "v0.14.0"
+
+
+def test_known_issues_table() -> None:
+    zero = KNOWN_BY_ID["fair-sharing-rounding-zero"]
+    assert zero.issues == ("#6577",) and "#6617" in zero.prs and zero.fixed_in == ("v0.14.0", "v0.13.3", "v0.12.8")
+    assert zero.affects("v0.13.2") and not zero.affects("v0.13.3") and not zero.affects("v0.14.1")
+    precise = KNOWN_BY_ID["fair-sharing-rounding-precision"]
+    assert "#6925" in precise.prs and precise.affects("v0.13.4") and not precise.affects("v0.13.5")
+    pods = KNOWN_BY_ID["pod-group-terminating-quota"]
+    assert "#6872" in pods.prs and pods.fixed_in == ("v0.14.0", "v0.13.5", "v0.12.10")
+    assert pods.affects("v0.12.9") and not pods.affects("v0.12.10")
+    serialized = KNOWN_BY_ID["serialized-pod-preemption"]
+    assert serialized.mitigation_gate == "FastQuotaReleaseInPodIntegration" and serialized.gate_since == "v0.17.0"
+    assert serialized.affects("v0.19.2")  # only a gate (off by default) mitigates it
+    maxcap = KNOWN_BY_ID["misleading-max-capacity-multi-podset"]
+    assert maxcap.issues == ("#4134",) and maxcap.prs == ("#7232",) and maxcap.fixed_in == ("v0.15.0",)
+    assert maxcap.affects("v0.14.3") and not maxcap.affects("v0.15.0")
+    assert not maxcap.affects("not-a-version")
+    for issue in KNOWN_ISSUES:
+        for sig in issue.signatures:
+            assert sig in BY_ID, f"{issue.id} names unknown signature {sig}"
+
+
+def test_signatures_name_catalog_causes_and_are_unique() -> None:
+    ids = [s.id for s in SIGNATURES]
+    assert len(ids) == len(set(ids))
+    for s in SIGNATURES:
+        assert s.cause in BY_SLUG, s.id
+    assert {s.id for s in SIGNATURES if s.decisive} == {"evaluated-for-admission", "preempted"}
+    assert BY_ID["evaluated-for-admission"].min_verbosity == 3
+    with pytest.raises(ValueError):
+        Signature("empty", "t", "m", "waiting-for-quota", Severity.LOW)
+
+
+@pytest.mark.parametrize(("line", "sig_id"), [
+    ('{"level":"Level(-2)","msg":"Workload requires preemption, but there are no candidate workloads allowed for '
+     'preemption","workload":{"name":"w","namespace":"n"}}', "no-preemption-candidates"),
+    ('{"level":"Level(-2)","msg":"Start the eviction of the workload due to exceeding the PodsReady timeout",'
+     '"workload":{"name":"w","namespace":"n"}}', "podsready-timeout-eviction"),
+    ('{"level":"error","msg":"Reconciler error","error":"Internal error occurred: failed calling webhook '
+     '\\"mworkload.kb.io\\": x"}', "webhook-error"),
+    ('{"level":"Level(-3)","msg":"Updating workload","error":"Operation cannot be fulfilled on workloads.kueue.x-k8s.io '
+     '\\"w\\": the object has been modified; please apply your changes to the latest version and try again"}',
+     "api-conflict"),
+    ('{"level":"error","msg":"x","error":"the server could not find the requested resource"}', "api-not-found"),
+    ("E0101 00:00:00.000000       1 leaderelection.go:1] failed to renew lease kueue-system/x: timed out",
+     "leader-election-lost"),
+    ('{"level":"error","msg":"Observed a panic","panic":"runtime error"}', "panic"),
+    ('{"level":"Level(-3)","msg":"Preempted","targetWorkload":{"name":"v","namespace":"n"},'
+     '"preemptingWorkload":{"name":"w","namespace":"n"}}', "preempted"),
+    ('{"level":"Level(-3)","msg":"Workload evaluated for admission","workload":{"name":"w","namespace":"n"},'
+     '"status":"skipped","reason":"Workload has overlapping preemption targets with another workload"}',
+     "overlapping-preemption-targets"),
+])
+def test_signature_matches(line: str, sig_id: str) -> None:
+    parsed = parse_log_line("f", 1, line)
+    assert BY_ID[sig_id].matches(parsed)
+
+
+def test_requeue_loops_split_by_reason_and_threshold() -> None:
+    def requeue(i: int, reason: str) -> str:
+        return ('{"level":"Level(-2)","ts":"2026-01-01T00:%02d:00Z","msg":"Workload re-queued",'
+                '"workload":{"name":"w","namespace":"n"},"requeueReason":"%s"}' % (i, reason))
+
+    lines = parse_log_text("f", "\n".join(requeue(i * 3, "PendingPreemption") for i in range(6)))
+    hits = {h.signature.id: h for h in scan(lines)}
+    assert "requeue-loop" not in hits
+    pending = hits["requeue-loop-pending-preemption"]
+    assert pending.key == "n/w" and pending.count == 6 and pending.span_seconds == 900 and pending.noteworthy
+    few = scan(parse_log_text("f", "\n".join(requeue(i, "NoFit") for i in range(9))))
+    assert [(h.signature.id, h.noteworthy) for h in few] == [("requeue-loop", False)]  # 9 < 10
+
+
+def test_overlap_needs_a_long_period() -> None:
+    text = "\n".join(
+        '{"level":"Level(-3)","ts":"2026-01-01T00:0%d:00Z","msg":"Workload evaluated for admission",'
+        '"workload":{"name":"w","namespace":"n"},"status":"skipped",'
+        '"reason":"Workload has overlapping preemption targets with another workload"}' % i for i in range(6))
+    hit = next(h for h in scan(parse_log_text("f", text)) if h.signature.id == "overlapping-preemption-targets")
+    assert hit.count == 6 and not hit.noteworthy  # 5 minutes is normal operation, not a stuck victim
+
+
+@pytest.mark.parametrize(("reason", "cause"), [
+    ("couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed",
+     "waiting-for-quota"),
+    ("couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. "
+     "Pending the preemption of 1 workload(s)", "preemption-in-progress"),
+    ("couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default, previously considered "
+     "podsets requests (0) + current podset request (10) > maximum capacity (8)", "exceeds-max-quota"),
+    ("Workload has overlapping preemption targets with another workload", "stuck-preemption-target"),
+    ("Workload no longer fits after processing another workload", "queued-behind"),
+    ("workload namespace doesn't match ClusterQueue selector", "namespace-not-selected"),
+    ("couldn't assign flavors to pod set main: flavor a doesn't match node affinity", "no-matching-flavor"),
+    ('topology "default" doesn\'t allow to fit any of 1 pod(s)', "topology-no-fit"),
+    ("something new", None),
+])
+def test_cause_for_reason(reason: str, cause: str | None) -> None:
+    assert cause_for_reason(reason) == cause
