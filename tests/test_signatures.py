@@ -115,8 +115,9 @@ def test_signatures_name_catalog_causes_and_are_unique() -> None:
      '"workload":{"name":"w","namespace":"n"}}', "podsready-timeout-eviction"),
     ('{"level":"error","msg":"Reconciler error","error":"Internal error occurred: failed calling webhook '
      '\\"mworkload.kb.io\\": x"}', "webhook-error"),
-    ('{"level":"Level(-3)","msg":"Updating workload","error":"Operation cannot be fulfilled on workloads.kueue.x-k8s.io '
-     '\\"w\\": the object has been modified; please apply your changes to the latest version and try again"}',
+    ('{"level":"Level(-3)","msg":"Updating workload","error":"Operation cannot be fulfilled on '
+     'workloads.kueue.x-k8s.io \\"w\\": the object has been modified; please apply your changes to the latest '
+     'version and try again"}',
      "api-conflict"),
     ('{"level":"error","msg":"x","error":"the server could not find the requested resource"}', "api-not-found"),
     ("E0101 00:00:00.000000       1 leaderelection.go:1] failed to renew lease kueue-system/x: timed out",
@@ -135,8 +136,9 @@ def test_signature_matches(line: str, sig_id: str) -> None:
 
 def test_requeue_loops_split_by_reason_and_threshold() -> None:
     def requeue(i: int, reason: str) -> str:
-        return ('{"level":"Level(-2)","ts":"2026-01-01T00:%02d:00Z","msg":"Workload re-queued",'
-                '"workload":{"name":"w","namespace":"n"},"requeueReason":"%s"}' % (i, reason))
+        return ('{"level":"Level(-2)","ts":"2026-01-01T00:MM:00Z","msg":"Workload re-queued",'
+                '"workload":{"name":"w","namespace":"n"},"requeueReason":"RR"}').replace("MM", f"{i:02d}").replace(
+                    "RR", reason)
 
     lines = parse_log_text("f", "\n".join(requeue(i * 3, "PendingPreemption") for i in range(6)))
     hits = {h.signature.id: h for h in scan(lines)}
@@ -151,7 +153,8 @@ def test_overlap_needs_a_long_period() -> None:
     text = "\n".join(
         '{"level":"Level(-3)","ts":"2026-01-01T00:0%d:00Z","msg":"Workload evaluated for admission",'
         '"workload":{"name":"w","namespace":"n"},"status":"skipped",'
-        '"reason":"Workload has overlapping preemption targets with another workload"}' % i for i in range(6))
+        '"reason":"Workload has overlapping preemption targets with another workload"}'.replace("%d", str(i))
+        for i in range(6))
     hit = next(h for h in scan(parse_log_text("f", text)) if h.signature.id == "overlapping-preemption-targets")
     assert hit.count == 6 and not hit.noteworthy  # 5 minutes is normal operation, not a stuck victim
 
