@@ -442,3 +442,28 @@ def test_affinity_is_restricted_to_the_flavor_own_label_keys() -> None:
     assert by_name["labelled"].reasons == ("flavor labelled doesn't match node affinity",)
     assert by_name["plain"].eligible
     assert fit.chosen()[0][1].flavor == "plain" and fit.verdict == FitVerdict.FITS_NOMINAL
+
+
+def test_partial_admission_finds_the_largest_count_that_fits() -> None:
+    template = {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: "1"}}}]}}
+    objs = [
+        _flavor("a100"),
+        _cq("q", None, [_res(GPU, "8")]),
+        _lq("ns", "lq", "q"),
+        _wl("ns", "running", "lq", {GPU: "2"}, admitted_in="q"),
+        _wl("ns", "elastic", "lq", {}, pod_sets=[{"name": "main", "count": 12, "minCount": 4, "template": template}]),
+        _wl("ns", "rigid", "lq", {}, pod_sets=[{"name": "main", "count": 12, "template": template}]),
+        _wl("ns", "too-big", "lq", {}, pod_sets=[{"name": "main", "count": 12, "minCount": 10, "template": template}]),
+    ]
+    snap = _snap(objs)
+    fits = {}
+    for name in ("elastic", "rigid", "too-big"):
+        w = workload(snap, "ns", name)
+        assert w is not None
+        fits[name] = workload_fit(snap, w)
+    elastic, rigid, too_big = fits["elastic"], fits["rigid"], fits["too-big"]
+    assert elastic is not None and elastic.verdict == FitVerdict.FITS_NOMINAL and elastic.partial == (("main", 6),)
+    assert elastic.pod_sets[0].count == 6
+    assert rigid is not None and rigid.never_fits and rigid.partial == ()
+    # 10 pods exceed the nominal quota of 8 even at minCount: still never fits, reported at full count
+    assert too_big is not None and too_big.never_fits and too_big.partial == ()

@@ -436,6 +436,9 @@ class QuotaCheck(Check):
                 " Another workload of the cohort was admitted in the same scheduling cycle and took the "
                 "quota first ('Workload no longer fits after processing another workload')."
             )
+        if fit is not None and fit.partial:
+            parts = ", ".join(f"{n} pod(s) of pod set {ps}" for ps, n in fit.partial)
+            detail += f" With partial admission (minCount) Kueue may admit it with {parts}."
         detail += self._eviction_note(w)
         fits_later = fit is not None and fit.verdict == FitVerdict.NEEDS_PREEMPTION
         return self.finding(

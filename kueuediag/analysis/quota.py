@@ -579,6 +579,8 @@ class PodSetFit:
 class WorkloadFit:
     cluster_queue: str
     pod_sets: tuple[PodSetFit, ...]
+    partial: tuple[tuple[str, int], ...] = ()
+    """(pod set, count) when the verdict is for a reduced count (partial admission via ``minCount``)"""
 
     @property
     def verdict(self) -> FitVerdict:
@@ -696,10 +698,39 @@ def workload_fit(snap: Snapshot, w: WorkloadView, cq: str | None = None) -> Work
     name = cq or cluster_queue_of(kueue_index(snap), w)
     if not name:
         return None
-    return snap.memo(("quota:fit", w.namespace, w.name, w.uid, name), lambda: _workload_fit(snap, w, name))
+    return snap.memo(("quota:fit", w.namespace, w.name, w.uid, name), lambda: _fit_with_partial(snap, w, name))
 
 
-def _workload_fit(snap: Snapshot, w: WorkloadView, cq_name: str) -> WorkloadFit | None:
+def _fit_with_partial(snap: Snapshot, w: WorkloadView, cq_name: str) -> WorkloadFit | None:
+    """Full count first; if it does not fit and a pod set allows partial admission (``minCount``), the largest
+    count between minCount and count that fits — or minCount's verdict when even that does not fit but is
+    better than the full count's (Kueue's PartialAdmission, Beta and on by default)."""
+    full = _workload_fit(snap, w, cq_name)
+    if full is None or full.fits:
+        return full
+    ps = next((p for p in w.pod_sets if p.min_count is not None and 0 < p.min_count < p.count), None)
+    if ps is None or ps.min_count is None:
+        return full
+    low = _workload_fit(snap, w, cq_name, {ps.name: ps.min_count})
+    if low is None or low.verdict.rank >= full.verdict.rank:
+        return full
+    if not low.fits:
+        return low
+    lo, hi = ps.min_count, ps.count - 1
+    best = low
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        cand = _workload_fit(snap, w, cq_name, {ps.name: mid})
+        if cand is not None and cand.fits:
+            best, lo = cand, mid
+        else:
+            hi = mid - 1
+    return best
+
+
+def _workload_fit(
+    snap: Snapshot, w: WorkloadView, cq_name: str, counts: dict[str, int] | None = None
+) -> WorkloadFit | None:
     idx = kueue_index(snap)
     cq = idx.cluster_queues.get(cq_name)
     if cq is None:
@@ -707,7 +738,8 @@ def _workload_fit(snap: Snapshot, w: WorkloadView, cq_name: str) -> WorkloadFit 
     assigned: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
     pod_sets: list[PodSetFit] = []
     for ps in w.pod_sets:
-        totals = {r: q for r, q in ps.total().items() if q > ZERO}
+        count = (counts or {}).get(ps.name, ps.count)
+        totals = {r: q for r, q in ps.total(count).items() if q > ZERO}
         groups: list[GroupFit] = []
         covered_all: set[str] = set()
         for rg in cq.resource_groups:
@@ -741,5 +773,5 @@ def _workload_fit(snap: Snapshot, w: WorkloadView, cq_name: str) -> WorkloadFit 
                     assigned[(chosen.flavor, r.resource)] += r.request
             groups.append(GroupFit(tuple(rg.covered), tuple(requested), tuple(fits), chosen))
         uncovered = tuple(sorted(r for r in totals if r not in covered_all))
-        pod_sets.append(PodSetFit(ps.name, ps.count, tuple(groups), uncovered))
-    return WorkloadFit(cq_name, tuple(pod_sets))
+        pod_sets.append(PodSetFit(ps.name, count, tuple(groups), uncovered))
+    return WorkloadFit(cq_name, tuple(pod_sets), tuple(sorted((counts or {}).items())))
