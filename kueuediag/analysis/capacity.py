@@ -150,8 +150,11 @@ def matching_nodes(snap: Snapshot, flavor: FlavorView | None, pod_spec: Mapping[
     ExtendedResourceToleration admission plugin (on by default on GKE) adds that toleration to such pods.
     """
     spec = dict(pod_spec or {})
-    constraint = {k: spec.get(k) for k in ("nodeSelector", "affinity", "tolerations")}
-    key = ("capacity", "match", flavor.name if flavor else None, json.dumps(constraint, sort_keys=True, default=str))
+    constraint: dict[str, Any] = {k: spec.get(k) for k in ("nodeSelector", "affinity", "tolerations")}
+    constraint["requests"] = sorted(pod_spec_requests(spec, "pod template"))
+    if flavor is not None:
+        constraint["flavor"] = [flavor.name, flavor.node_labels, flavor.tolerations]
+    key = ("capacity", "match", json.dumps(constraint, sort_keys=True, default=str))
     return snap.memo(key, lambda: _match(snap, flavor, spec))
 
 
