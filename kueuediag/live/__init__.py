@@ -43,6 +43,7 @@ def live_snapshot_for_why(target: str, namespace: str | None, options: LiveOptio
     from kueuediag.snapshot.model import Snapshot
 
     raw = collect_for_why(target, namespace, options, client=client)
+    save = save if save is not None else options.save
     if save is not None:
         from kueuediag.live.write import write_snapshot
 

@@ -72,6 +72,9 @@ class Collector:
         self.kueue_version_api = "v1beta2"
         self.kueue_resources: dict[str, dict[str, Any]] = {}
         self.kueue_image_version: str | None = None
+        self.cohort_complete = False
+        """every Workload of the target's cohort tree was read (all namespaces)"""
+        self.scope: dict[str, Any] | None = None
         self.started = time.monotonic()
         self.captured_at = datetime.now(UTC).replace(microsecond=0)
 
@@ -155,11 +158,15 @@ class Collector:
                 continue
             plural = KUEUE_PLURALS[kind]
             what = f"{plural} (list)"
-            if kind in ("Cohort", "Topology", "WorkloadPriorityClass", "AdmissionCheck",
+            if kind == "WorkloadPriorityClass":  # never name a snapshot part ("workload") for this one
+                what = "Kueue priority classes (list)"
+            elif kind == "Topology":  # "topology" contains "log": do not mark the logs part unavailable
+                what = "Kueue TAS level definitions (list)"
+            elif kind in ("Cohort", "Topology", "WorkloadPriorityClass", "AdmissionCheck",
                         "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "ResourceFlavor"):
                 what = f"Kueue {plural} (list)"
             self.lst(what, f"list {plural}.kueue.x-k8s.io", path, kind=kind, api_version=self.api_version())
-        self.lst("Kueue priorityclasses (list)", "list priorityclasses.scheduling.k8s.io",
+        self.lst("Kubernetes priority classes (list)", "list priorityclasses.scheduling.k8s.io",
                  "/apis/scheduling.k8s.io/v1/priorityclasses", kind="PriorityClass",
                  api_version="scheduling.k8s.io/v1")
 
@@ -232,6 +239,7 @@ class Collector:
         keep_wl = [w for w in wls if _workload_cq(w, lq_cq) in cq_names]
         self.add(keep_lq)
         self.add(keep_wl)
+        self.cohort_complete = True
 
     def nodes_and_bound_pods(self, flavor_names: set[str] | None) -> None:
         """Nodes selected by the flavors (all nodes when None) and the non-terminal pods bound to them."""
@@ -360,6 +368,8 @@ class Collector:
         }
         if namespaces is not None:
             manifest["namespaces"] = sorted(namespaces)
+        if self.scope is not None:
+            manifest["scope"] = self.scope
         if self.notes:
             manifest["notes"] = list(dict.fromkeys(self.notes))
         objs = [self.objects[k] for k in sorted(self.objects, key=lambda k: (k[0], k[1] or "", k[2]))]
@@ -410,10 +420,13 @@ def collect(target: str, namespace: str | None, options: LiveOptions,
     c.visibility(cqs, lqs)
     c.controller()
     _metrics(c, options)
-    c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
     for rec in client.log:
         c.options.verbose_line(f"  {rec.method} {rec.path} → {rec.status or 'ERR'} {rec.bytes}B {rec.seconds}s")
-    return c.raw([ns])
+    c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
+    c.scope = {"target": target, "namespace": ns, "clusterQueues": sorted(tree_cqs)}
+    # With every Workload of the cohort tree in hand, quota can be recomputed from Workloads exactly as for a
+    # cluster-wide snapshot; otherwise say the snapshot is limited to the target's namespace.
+    return c.raw(None if c.cohort_complete else [ns])
 
 
 def collect_cluster(namespaces: list[str] | None, since: timedelta | None, options: LiveOptions,

@@ -6,6 +6,10 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
+
+from kueuediag.errors import InputError
+from kueuediag.timeutil import parse_duration
 
 PROMETHEUS_TOKEN_ENV = "KUEUEDIAG_PROMETHEUS_TOKEN"
 
@@ -25,17 +29,40 @@ class LiveOptions:
     namespace: str | None = None
     kueue_namespace: str = "kueue-system"
     since: timedelta = timedelta(hours=2)
+    """a timedelta, or a duration string such as "2h" / "90m" (normalised on construction)"""
     timeout: float = 60.0
     prometheus_url: str | None = None
     prometheus_headers: dict[str, str] = field(default_factory=dict)
+    """NAME → VALUE; a list of "NAME=VALUE" strings (as given on the command line) is accepted too"""
     prometheus_ca: str | None = None
     prometheus_insecure: bool = False
     verbose: bool = False
     request_timeout: float = 15.0
     prometheus_step: timedelta | None = None
     """range-query step; default: since/120, at least 30s"""
+    save: str | None = None
+    """live `why --save PATH`: also write what was collected (directory or .tar.gz)"""
     progress: Callable[[str], None] | None = None
     report: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.since, str):
+            self.since = parse_duration(self.since)
+        if isinstance(self.prometheus_step, str):
+            self.prometheus_step = parse_duration(self.prometheus_step)
+        headers: Any = self.prometheus_headers
+        if isinstance(headers, (list, tuple)):
+            parsed: dict[str, str] = {}
+            for item in headers:
+                name, sep, value = str(item).partition("=")
+                if not sep or not name.strip():
+                    raise InputError(f"--prometheus-header takes NAME=VALUE, got {item!r}")
+                parsed[name.strip()] = value.strip()
+            self.prometheus_headers = parsed
+        elif headers is None:
+            self.prometheus_headers = {}
+        if self.timeout <= 0:
+            raise InputError(f"--timeout must be positive, got {self.timeout}")
 
     def say(self, text: str) -> None:
         if self.progress is not None:

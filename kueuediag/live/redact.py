@@ -251,9 +251,11 @@ class Redactor:
         if isinstance(v, str):
             if v in self.mapping:
                 return self.mapping[v]
-            if key in FREE_TEXT_KEYS or key == "msg":
-                return self.text(v)
-            return v
+            if key == "providerID":  # gce://project/zone/node: the project and zone are not ours to share
+                return "redacted://" + self.text(v.rstrip("/").rpartition("/")[2])
+            if key in VOCABULARY_KEYS or key in ("uid", "resourceVersion", "creationTimestamp"):
+                return v
+            return self.text(v)  # names embedded in messages, paths, URLs, selectors...
         if isinstance(v, dict):
             return {k: self.value(x, k) for k, x in v.items()}
         if isinstance(v, list):

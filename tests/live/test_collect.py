@@ -61,7 +61,10 @@ def test_scope_of_a_target(api_server: ServerFactory, tmp_path: Path) -> None:
     assert log_req.query["sinceSeconds"] == "7200" and log_req.query["container"] == "manager"
     m = raw.manifest
     assert m["format"] == "kueuediag-snapshot/v1" and m["cluster"] == "prod-gpu-1"
-    assert m["kueueVersion"] == "v0.19.2" and m["errors"] == [] and m["namespaces"] == ["team-a"]
+    assert m["kueueVersion"] == "v0.19.2" and m["errors"] == []
+    # every Workload of the cohort tree was read, so the snapshot is not "limited to team-a" for quota math
+    assert "namespaces" not in m
+    assert m["scope"] == {"target": "job/llm-finetune", "namespace": "team-a", "clusterQueues": ["team-a", "team-b"]}
     # read-only, no Secrets, no per-node or per-pod requests
     assert {r.method for r in requests} == {"GET"}
     assert not any("secret" in r.path for r in requests)
@@ -122,13 +125,15 @@ def test_researcher_with_namespace_read_only(api_server: ServerFactory, tmp_path
     errors = dict(snap.manifest.errors)
     assert errors["clusterqueues (list)"] == "forbidden: need list clusterqueues.kueue.x-k8s.io"
     assert errors["nodes (list)"] == "forbidden: need list nodes"
-    assert errors["controller status (list in kueue-system)"] == "forbidden: need list pods and deployments in kueue-system"
+    assert errors["controller status (list in kueue-system)"] == \
+        "forbidden: need list pods and deployments in kueue-system"
     assert "cohort-wide usage (all namespaces)" in errors
     # namespace data still there: the Workload, its Job, the LocalQueue and the LocalQueue's positions
     assert snap.get("LocalQueue", "team-a-queue", "team-a") is not None
     assert snap.get("PendingWorkloadsSummary", "team-a-queue", "team-a") is not None
     assert snap.part_unavailable(Part.WORKLOADS) is None and snap.part_unavailable(Part.PODS) is None
     assert snap.part_unavailable(Part.QUEUES) is not None  # the ClusterQueue is not visible
+    assert snap.manifest.namespaces == ("team-a",)  # other namespaces were not readable
     target = resolve(snap, "job/llm-finetune", "team-a")
     assert target.workload is not None
     verdict = diagnose(snap, target, discover(), Settings())
