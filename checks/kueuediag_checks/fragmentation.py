@@ -112,7 +112,7 @@ class Fragmentation(Check):
         relax the topology request (preferred instead of required, a higher level) or wait for a domain to drain.
 
     Example:
-        `no node can take a 8 nvidia.com/gpu pod in flavor h100: 8 free on 4 nodes (1+1+4+2), largest hole 4,
+        `no node can take an 8 nvidia.com/gpu pod in flavor h100: 8 free on 4 nodes (1+1+4+2), largest hole 4,
         0 slots for 1 pod(s) [fragmentation]`
     """
 
@@ -125,7 +125,7 @@ class Fragmentation(Check):
     def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
         w = target.workload
         assert w is not None
-        if w.state == "finished" or not w.active:
+        if w.state == "finished" or not w.active or w.is_true("Evicted"):
             return []
         gpus = tuple(r.strip() for r in str(self.opts["gpu_resources"]).split(",") if r.strip())
         idx = kueue_index(snapshot)
@@ -214,12 +214,12 @@ class Fragmentation(Check):
         res = e.resource
         per_pod = fmt_qty(e.per_pod)
         h = e.holes
-        title = (f"no node can take a {per_pod} {res} pod in flavor {e.flavor.name}: {fmt_qty(h.total_free)} free "
-                 f"on {len(h.per_node)} nodes ({h.layout()}), largest hole {fmt_qty(h.largest)}, "
-                 f"{_slots(e)} slots for {e.pods} pod(s)")
+        title = (f"no node can take {_a(per_pod)} {per_pod} {res} pod in flavor {e.flavor.name}: "
+                 f"{fmt_qty(h.total_free)} free on {len(h.per_node)} nodes ({h.layout()}), "
+                 f"largest hole {fmt_qty(h.largest)}, {_slots(e)} slots for {e.pods} pod(s)")
         cluster = fragmentation(snap, res)
         mine = fragmentation(snap, res, node_set=e.nodes, shape=e.per_pod)
-        state = ("The Workload is admitted, so Kueue has released it and kube-scheduler must place its pods"
+        state = ("The Workload is admitted (its quota is held), so only node placement stands between it and running"
                  if holds_quota else
                  f"The Workload is not admitted yet but quota is available ({e.quota_note}); once Kueue admits it "
                  "(topology-aware scheduling is off for this flavor) kube-scheduler will not find a node either")
@@ -463,6 +463,11 @@ def _fits(e: _FlavorEval) -> bool:
     if e.topology and e.tas_fits is not None:
         return e.tas_fits
     return e.placement.fits
+
+
+def _a(number: str) -> str:
+    """'an 8', 'an 11', 'an 80', 'a 4' (as read aloud)."""
+    return "an" if number.startswith("8") or number in ("11", "18") else "a"
 
 
 def _slots(e: _FlavorEval) -> int:

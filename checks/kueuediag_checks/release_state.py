@@ -118,6 +118,10 @@ class ReleaseState(Check):
         if w.state != "admitted":
             # Pending or quota-reserved (admission checks still running): gates and suspend are expected.
             return []
+        if w.is_true("Evicted") or not w.active:
+            # Being evicted/preempted or deactivated: Kueue is stopping the job on purpose (it re-suspends it and
+            # sets `kueue.x-k8s.io/stopping`); it keeps Admitted until the job is no longer active.
+            return []
         admitted = w.cond("Admitted")
         since = admitted.last_transition if admitted else None
         age = snapshot.age_seconds(since)
@@ -206,8 +210,9 @@ class ReleaseState(Check):
         frag = _fragmentation(snap, pod, [s.pod for s in scheds], failure) if failure.insufficient() else None
         if frag is not None:
             res, per_pod, h_total, largest, layout, slots, count, hist, biggest = frag
-            title = (f"released, but no node has a {per_pod} {res} hole: {h_total} free ({layout}), largest "
-                     f"{largest}, {slots} slots for {count} pod(s)")
+            article = "an" if per_pod.startswith("8") else "a"
+            title = (f"released, but no node has {article} {per_pod} {res} hole: {h_total} free ({layout}), "
+                     f"largest {largest}, {slots} slots for {count} pod(s)")
             message = (
                 f"Kueue released the workload, but kube-scheduler has reported{for_}: {failure.summary()}. "
                 f"The nodes the pod may use have {h_total} {res} free in total ({layout}), enough for the "
@@ -360,7 +365,8 @@ def _held(owner: dict[str, Any] | None, pods: list[PodView]) -> list[HeldBy]:
     out: list[HeldBy] = []
     if owner is not None:
         sf = suspend_field(owner)
-        if sf is not None and sf[1] is True:
+        stopping = (meta(owner).get("annotations") or {}).get("kueue.x-k8s.io/stopping") == "true"
+        if sf is not None and sf[1] is True and not stopping:
             m = meta(owner)
             out.append(HeldBy(kind=owner.get("kind", "?"), name=m.get("name", "?"), namespace=m.get("namespace"),
                               field=sf[0], observed=f"{sf[0]}: true"))
