@@ -477,7 +477,7 @@ def _metrics(c: Collector, options: LiveOptions) -> None:
     from kueuediag.live.prom import collect_metrics
 
     options.say("querying Prometheus")
-    end = c.captured_at
+    end = options.metrics_end or c.captured_at
     remaining = c.client.remaining()
     if remaining <= 0:
         c.error("Prometheus metrics", "not collected: --timeout reached")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from kueuediag.errors import InputError
@@ -38,6 +38,8 @@ class LiveOptions:
     prometheus_insecure: bool = False
     verbose: bool = False
     request_timeout: float = 15.0
+    metrics_end: datetime | None = None
+    """end of the Prometheus window (default: the capture time); set it to replay an earlier incident"""
     prometheus_step: timedelta | None = None
     """range-query step; default: since/120, at least 30s"""
     save: str | None = None

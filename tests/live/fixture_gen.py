@@ -371,7 +371,7 @@ def _metrics() -> str:
             labels = {"cohort": "research", "cluster_queue": cq, "flavor": "a100", "resource": GPU, **role}
             series.append(("kueue_cluster_queue_resource_usage", labels, [(t, float(used)) for t in times]))
             series.append(("kueue_cluster_queue_nominal_quota", labels, [(t, 8.0) for t in times]))
-        series.append(("kueue_admitted_workloads_total", {"cluster_queue": cq, "priority_class": "", **role},
+        series.append(("kueue_admitted_workloads_total", {"cluster_queue": cq, **role},
                        [(t, float(10 + i // 30)) for i, t in enumerate(times)]))
     series.append(("kueue_admission_attempts_total", {"result": "inadmissible", **role},
                    [(t, float(100 + i)) for i, t in enumerate(times)]))
