@@ -33,6 +33,10 @@ class AdmissionRate(Check):
         termination grace period and preStop hooks of the preemption victims' pods — or a *stall* — no
         admission for a while although work is pending and the target fits in unused nominal quota, in one
         ClusterQueue or across several. Healthy rates (bursts of admissions, queues that drain) are clear.
+        Causes: `slow-preemption` (trickle; medium confidence when it matches the victims' grace period),
+        `stuck-preemption-target` (stall while queue heads wait on preemption), `controller-unhealthy`
+        (stall across ClusterQueues with nothing preempting) and, at low severity, `guarantee-violation`
+        (one ClusterQueue stalled, nothing preempting: the rates confirm the violation without explaining it).
 
     Why the workload stays pending:
         A guarantee violation should be resolved within seconds: reclaiming nominal quota means preempting
@@ -50,7 +54,8 @@ class AdmissionRate(Check):
         A trickle that matches the victims' grace period is slow preemption: see KD302 (shorter grace
         periods, `FastQuotaReleaseInPodIntegration` on Kueue >= v0.17.0, manual eviction as a stop-gap). A
         stall across ClusterQueues points at a stuck preemption target (force-delete the zombie pod) or an
-        unhealthy controller (KD9xx).
+        unhealthy controller (KD9xx); a single stalled ClusterQueue with nothing preempting is usually an
+        inadmissible workload that was not retried — any ClusterQueue update requeues it.
 
     Example:
         `1 admission every 15m in ClusterQueue demo-cq over 6h while 18 workloads wait; matches the victims'
@@ -195,8 +200,14 @@ class AdmissionRate(Check):
         heads = [h for h in blocked_heads(snap) if h.cluster_queue in stalled]
         cluster_wide = len(stalled) >= 2
         data.update({"stalled_cluster_queues": stalled, "quiet_seconds": round(quiet)})
-        title = (f"no admission in ClusterQueue {cq} for {human_duration(quiet)} although the workload fits in "
-                 "unused nominal quota")
+        run_start = rates.pending_since()
+        if run_start is None and w.queue_order_time is not None:
+            run_start = w.queue_order_time.timestamp()
+        pending_for = min(quiet, rates.end - run_start) if run_start is not None else None
+        waited = f" while work waited {human_duration(pending_for)}" if pending_for else ""
+        data["pending_seconds"] = round(pending_for) if pending_for else None
+        title = (f"no admission in ClusterQueue {cq} for {human_duration(quiet)}{waited}, although the workload "
+                 "fits in unused nominal quota")
         if cluster_wide:
             title += f"; {len(stalled)} ClusterQueues stalled"
         evidence = [self._rate_evidence(rates, f"0 admissions to {cq} in the last {human_duration(quiet)}; "
@@ -205,8 +216,8 @@ class AdmissionRate(Check):
         for h in heads[:4]:
             evidence.append(ev("condition", h.message.raw, kind="Workload", name=h.workload.name,
                                namespace=h.workload.namespace, field="status.conditions[type=QuotaReserved].message"))
-        message = (f"ClusterQueue {cq} admitted nothing for {human_duration(quiet)} while workloads wait and this "
-                   "workload fits in its unused nominal quota.")
+        message = (f"ClusterQueue {cq} admitted nothing for {human_duration(quiet)}{waited}, and this workload "
+                   "fits in its unused nominal quota.")
         if cluster_wide:
             message += (f" The same holds for {', '.join(c for c in stalled if c != cq)}: admissions stalled "
                         "across ClusterQueues.")
@@ -224,7 +235,14 @@ class AdmissionRate(Check):
             message += " No head waits on preemption: check the Kueue controller's health (KD9xx)."
             cause, confidence = "controller-unhealthy", Confidence.MEDIUM
         else:
-            return None
+            # One ClusterQueue, nothing preempting: the rates confirm the guarantee violation (KD101) without
+            # explaining it — typically an inadmissible workload that Kueue did not retry after capacity freed.
+            others = rates.count_since(rates.all_admission_times, since)
+            message += " Nothing is preempting"
+            message += (f" and the rest of the cluster admitted {others} workload(s) in the last "
+                        f"{human_duration(stall)}" if others else "")
+            message += ": the workload was probably parked as inadmissible and not retried after quota was freed."
+            cause, confidence = "guarantee-violation", Confidence.MEDIUM
         message += self._chart(rates, spark)
         if cause == "stuck-preemption-target":
             remediation = [
@@ -234,12 +252,20 @@ class AdmissionRate(Check):
                 "Kueue >= v0.14.0 (v0.13.5, v0.12.10) stops counting pods stuck terminating past their grace "
                 "period (PR #6872).",
             ]
-        else:
+        elif cause == "controller-unhealthy":
             remediation = [
                 "Check the kueue-controller-manager: `kubectl -n kueue-system get pods -l "
                 "control-plane=controller-manager`, its restarts, leader election and logs (KD9xx).",
             ]
-        return self.finding(cause, title, message, severity=Severity.MEDIUM, confidence=confidence,
+        else:
+            remediation = [
+                "Nudge Kueue to requeue the ClusterQueue's inadmissible workloads: any ClusterQueue update does, e.g. "
+                f"`kubectl annotate clusterqueue {cq} kueuediag/requeue=$(date +%s) --overwrite`.",
+                "Follow the recipe: rule out fragmentation (KD2xx), check release state (KD4xx) and the controller "
+                "logs for this workload (KD5xx).",
+            ]
+        severity = Severity.LOW if cause == "guarantee-violation" else Severity.MEDIUM
+        return self.finding(cause, title, message, severity=severity, confidence=confidence,
                             evidence=evidence, remediation=remediation, data=data)
 
 

@@ -102,6 +102,16 @@ class Rates:
         values = [v for t, v in self.pending_points if since is None or t >= since]
         return min(values) if values else None
 
+    def pending_since(self) -> float | None:
+        """Start of the current unbroken run of pending work in the target ClusterQueue (metrics only)."""
+        since: float | None = None
+        for t, v in self.pending_points:
+            if v > 0:
+                since = t if since is None else since
+            else:
+                since = None
+        return since
+
     def count_since(self, times: Sequence[float], since: float) -> int:
         return sum(1 for t in times if since < t <= self.end)
 
