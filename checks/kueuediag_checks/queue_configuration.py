@@ -29,7 +29,7 @@ from kueuediag.snapshot.kueue import (
     kueue_index,
 )
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
+from kueuediag.target import Target, workload_for_owner
 from kueuediag.timeutil import format_rfc3339, human_duration, parse_time_lenient
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -125,6 +125,39 @@ class QueueConfiguration(Check):
         ns, name = str(m.get("namespace") or ""), str(m.get("name") or "")
         who = f"{kind.lower()}/{name}"
         cfg = kueue_config(snap)
+        parent = _controller_parent(snap, owner)
+        parent_wl = workload_for_owner(snap, parent) if parent is not None else None
+        if parent is not None and parent_wl is not None:
+            pkind, pname = str(parent.get("kind")), str(meta(parent).get("name"))
+            return [
+                self.finding(
+                    "not-managed",
+                    f"{who} is part of {pkind}/{pname}: Kueue queues it as workload/{parent_wl.name}",
+                    f"Kueue creates one Workload for the top-level {pkind}, not for the {kind} it owns; the {kind} "
+                    f"waits with its parent. Diagnose {pkind.lower()}/{pname} (workload/{parent_wl.name}) instead.",
+                    severity=Severity.INFO,
+                    evidence=[
+                        ev(
+                            "object",
+                            f"controller ownerReference {pkind}/{pname}",
+                            kind=kind,
+                            name=name,
+                            namespace=ns,
+                            field="metadata.ownerReferences",
+                        ),
+                        ev(
+                            "object",
+                            f"Workload for {pkind}/{pname}",
+                            kind="Workload",
+                            name=parent_wl.name,
+                            namespace=parent_wl.namespace,
+                            field="metadata.ownerReferences",
+                        ),
+                    ],
+                    remediation=[f"`kueuediag why {pkind.lower()}/{pname} -n {ns}`"],
+                    data={"reasons": ["parent"], "parent": f"{pkind}/{pname}", "workload": parent_wl.name},
+                )
+            ]
         cfg_ref = _cfg_ref(cfg)
         cfg_field = "data[controller_manager_config.yaml]"
         reasons: list[_Reason] = []
@@ -340,29 +373,6 @@ class QueueConfiguration(Check):
                         key="queue-name",
                     )
                 )
-        # 4. owned by another object Kueue manages through its parent
-        parent = _controller_parent(snap, owner)
-        if parent is not None and not reasons:
-            pkind, pname = str(parent.get("kind")), str(meta(parent).get("name"))
-            reasons.append(
-                _Reason(
-                    f"managed through its parent {pkind}/{pname}",
-                    f"The {kind} is owned by {pkind}/{pname}; Kueue creates the Workload for the top-level object, "
-                    f"not for the {kind}. Ask about {pkind.lower()}/{pname} instead.",
-                    [
-                        ev(
-                            "object",
-                            f"ownerReferences: {pkind}/{pname}",
-                            kind=kind,
-                            name=name,
-                            namespace=ns,
-                            field="metadata.ownerReferences",
-                        )
-                    ],
-                    [f"Run `kueuediag why {pkind.lower()}/{pname} -n {ns}`."],
-                    key="parent",
-                )
-            )
         confidence = Confidence.HIGH if cfg.found or all(r.key == "queue-name" for r in reasons) else Confidence.MEDIUM
         if not reasons:
             # Every precondition holds: Kueue should have created a Workload. Look at the job's events.
@@ -373,6 +383,13 @@ class QueueConfiguration(Check):
                 if e.reason in ("ErrWorkloadCompose", "JobNestingTooDeep", "CreatedWorkload", "DeletedWorkload")
             ]
             detail = "; ".join(f"{e.reason}: {e.message}" for e in interesting[-3:])
+            age = snap.age_seconds(parse_time_lenient(m.get("creationTimestamp")))
+            fresh = (
+                f"It was created only {human_duration(age)} before the snapshot: Kueue may simply not have "
+                "reconciled it yet. "
+                if age is not None and age < 60
+                else ""
+            )
             reasons.append(
                 _Reason(
                     "labelled and in a managed namespace, but Kueue created no Workload",
@@ -380,7 +397,9 @@ class QueueConfiguration(Check):
                     f"{' (manageJobsWithoutQueueName is true)' if not queue else ''}, its namespace matches "
                     f"managedJobsNamespaceSelector and the integration is enabled, yet there is no Workload. "
                     + (f"Events: {detail}. " if detail else "No Kueue event on the job either. ")
-                    + "The Kueue controller may be down, or the Workload could not be built.",
+                    + fresh
+                    + ("Otherwise the" if fresh else "The")
+                    + " Kueue controller may be down, or the Workload could not be built.",
                     [ev("event", f"{e.reason}: {e.message}", kind=kind, name=name, namespace=ns) for e in interesting]
                     or [
                         ev(
@@ -1408,7 +1427,11 @@ def _held_state(owner: dict[str, Any]) -> str:
     spec = owner.get("spec") or {}
     if owner.get("kind") == "Pod":
         gates = [g.get("name") for g in spec.get("schedulingGates") or () if isinstance(g, dict)]
-        return f" (the pod carries scheduling gates {', '.join(map(str, gates))})" if gates else ""
+        if gates:
+            return f" (the pod carries scheduling gates {', '.join(map(str, gates))})"
+        if spec.get("nodeName"):
+            return " (it is already bound to a node: it runs outside Kueue's quota)"
+        return ""
     suspend = spec.get("suspend")
     if suspend is None:
         suspend = (spec.get("runPolicy") or {}).get("suspend")
