@@ -12,6 +12,7 @@ import pytest
 from kueuediag.errors import InputError
 from kueuediag.snapshot.metrics import (
     Series,
+    in_range,
     increase_events,
     increase_per_interval,
     parse_metrics,
@@ -135,6 +136,8 @@ def test_increase_per_interval_window_uses_earlier_points_as_baseline() -> None:
 
 def test_value_at_and_time_range() -> None:
     s = _counter([1, 2, 3])
+    assert in_range(s, 30, 120).points == ((60.0, 2.0), (120.0, 3.0))
+    assert in_range(s).points == s.points
     assert value_at(s, -1) is None
     assert value_at(s, 90) == 2.0
     assert time_range([s, _counter([1], t0=500)]) == (0.0, 500.0)

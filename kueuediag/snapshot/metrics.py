@@ -369,6 +369,12 @@ def value_at(series: Series, t: float) -> float | None:
     return found
 
 
+def in_range(series: Series, start: float | None = None, end: float | None = None) -> Series:
+    """The series restricted to ``start <= t <= end`` (a range-query window over stored data)."""
+    pts = tuple(p for p in series.points if (start is None or p[0] >= start) and (end is None or p[0] <= end))
+    return Series(series.name, series.labels, pts)
+
+
 def time_range(series: Iterable[Series]) -> tuple[float, float] | None:
     """(earliest, latest) timestamp over several series."""
     spans = [s.span() for s in series]
@@ -520,6 +526,7 @@ __all__ = [
     "MetricStore",
     "Point",
     "Series",
+    "in_range",
     "increase_events",
     "increase_per_interval",
     "latest",
