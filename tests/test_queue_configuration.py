@@ -309,3 +309,31 @@ def test_backoff_in_the_past_is_not_reported() -> None:
     assert w is not None
     found = AdmissionChecks().run(snap, Target("wl", "team", w))
     assert [(f.cause, f.data["seconds_left"]) for f in found] == [("podsready-backoff", 300)]
+
+
+def test_terminating_cluster_queue_is_inactive() -> None:
+    cq = _cq("cq", selector={})
+    cq["metadata"].update(
+        {"deletionTimestamp": "2026-11-20T09:30:00Z", "finalizers": ["kueue.x-k8s.io/resource-in-use"]}
+    )
+    found = _run_kd001(_snap([_ns("team"), _rf("default"), _lq("q", "cq"), cq, _wl("q", {"cpu": "1"})]))
+    assert found == [("clusterqueue-inactive", "ClusterQueue cq is inactive: is terminating")]
+
+
+def test_admission_gated_reason_without_annotation_is_medium_confidence() -> None:
+    cond = {
+        "type": "QuotaReserved",
+        "status": "False",
+        "reason": "AdmissionGated",
+        "message": "Admission is gated by: example.com/broker",
+        "lastTransitionTime": "2026-11-20T09:01:00Z",
+    }
+    snap = _snap(
+        [_ns("team"), _rf("default"), _lq("q", "cq"), _cq("cq", selector={}), _wl("q", {"cpu": "1"}, conditions=[cond])]
+    )
+    w = workload(snap, "team", "wl")
+    assert w is not None
+    found = QueueConfiguration().run(snap, Target("wl", "team", w))
+    assert [(f.cause, f.title, f.confidence.label) for f in found] == [
+        ("admission-gated", "admission is gated by example.com/broker", "medium")
+    ]

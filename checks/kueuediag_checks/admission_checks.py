@@ -56,8 +56,8 @@ class AdmissionChecks(Check):
         `waitForPodsReady.blockAdmission: false`.
 
     Example:
-        `admission check gpu-provisioning is Pending for 14m: ProvisioningRequest job-llm-ft-5d2c1-gpu-
-        provisioning-1 Provisioned=False (CapacityNotAvailable) [admission-check-pending]`
+        `admission check gpu-provisioning is Pending for 14m: Provisioning Request wasn't provisioned. Waiting
+        for resources, the request is queued [admission-check-pending]`
     """
 
     code = "KD701"

@@ -1356,7 +1356,7 @@ class QueueConfiguration(Check):
                         f"Pod set {ps.name} needs {covered} from a resource group whose flavors are all excluded "
                         f"before quota is even considered — {'; '.join(per)}. Kueue tries flavors in order and "
                         "finds none the pods could run on.",
-                        evidence=[*evidence, *wl_ev],
+                        evidence=[*evidence, *([] if msg_reasons else wl_ev)],
                         remediation=fixes,
                         data={"pod_set": ps.name, "flavors": {x.flavor: x.kind for x in excluded}},
                     )
