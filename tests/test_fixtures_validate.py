@@ -20,7 +20,7 @@ import json
 import re
 import tarfile
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +133,7 @@ def _convert(schema: Any) -> Any:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _crds() -> dict[str, Obj]:
     """kind → CRD document."""
     out: dict[str, Obj] = {}
@@ -143,7 +143,7 @@ def _crds() -> dict[str, Obj]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(kind: str, version: str) -> Any:
     from jsonschema import Draft7Validator
 
@@ -172,8 +172,10 @@ def _secret_problems(obj: Obj) -> Iterator[str]:
     for path, container in _containers(obj):
         for env in container.get("env") or ():
             if isinstance(env, dict) and "value" in env and SECRETISH_ENV.search(str(env.get("name", ""))):
-                yield (f"{_describe(obj)}: {path} env {env.get('name')} carries a literal value; "
-                       "use valueFrom.secretKeyRef in fixtures")
+                yield (
+                    f"{_describe(obj)}: {path} env {env.get('name')} carries a literal value; "
+                    "use valueFrom.secretKeyRef in fixtures"
+                )
 
 
 def _containers(node: Any, path: str = "") -> Iterator[tuple[str, Obj]]:
@@ -221,8 +223,9 @@ def test_kueue_objects_validate_against_crds(path: Path) -> None:
         kind = str(obj.get("kind"))
         validator = _validator(kind, version)
         if validator is None:
-            problems.append(f"{where}: {_describe(obj)}: no CRD schema for kind {kind} version {version} "
-                            f"in {REFERENCE.name}")
+            problems.append(
+                f"{where}: {_describe(obj)}: no CRD schema for kind {kind} version {version} in {REFERENCE.name}"
+            )
             continue
         for err in sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path)):
             at = ".".join(str(p) for p in err.absolute_path) or "<root>"
@@ -236,9 +239,18 @@ def test_schema_conversion_rejects_unknown_and_bad_quantities() -> None:
         pytest.skip(f"upstream CRDs not available: {REFERENCE} does not exist")
     v = _validator("ClusterQueue", "v1beta2")
     good = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "q"},
-        "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "8"}]}]}]},
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "q"},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "8"}]}],
+                }
+            ],
+        },
     }
     assert not list(v.iter_errors(good))
     renamed = json.loads(json.dumps(good))

@@ -1,0 +1,417 @@
+"""End-to-end: the whole tool on each seed-incident scenario (fixtures/scenarios/<name>/, see their README.md).
+
+Every scenario runs the full engine — all discovered checks, default Settings, the target resolved like the CLI
+does — and must produce the verdict the issue specifies: the primary cause and its layer, the key evidence
+(numbers and object references, not counts), and the recipe steps that are ruled out as CLEAR runs.
+
+The bundled demo snapshots (kueuediag/data/examples/*.tar.gz, packed from these folders) are checked the same
+way through their index.json.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from kueuediag.config import Settings
+from kueuediag.engine import diagnose
+from kueuediag.models import Finding, Layer, Outcome, Verdict
+from kueuediag.registry import discover
+from kueuediag.snapshot.model import load_snapshot
+from kueuediag.target import resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "fixtures" / "scenarios"
+EXAMPLES = ROOT / "kueuediag" / "data" / "examples"
+
+
+@cache
+def verdict_for(path: str, target: str, namespace: str) -> Verdict:
+    snap = load_snapshot(path)
+    t = resolve(snap, target, namespace)
+    return diagnose(snap, t, discover(), Settings())
+
+
+def text_of(f: Finding) -> str:
+    """Everything a reader sees of a finding: title, message, evidence, remediation."""
+    parts = [f.title, f.message]
+    parts += [f"{e.field or ''} {e.observed} {e.expected or ''}" for e in f.evidence]
+    parts += list(f.remediation)
+    return "\n".join(parts)
+
+
+def refs_of(f: Finding) -> set[str]:
+    out = set()
+    for e in f.evidence:
+        if e.ref is not None:
+            out.add(f"{e.ref.kind}/{e.ref.name}")
+            if e.ref.namespace:
+                out.add(f"{e.ref.kind}/{e.ref.namespace}/{e.ref.name}")
+    return out
+
+
+def findings(v: Verdict, cause: str | None = None, code: str | None = None) -> list[Finding]:
+    return [
+        r.finding
+        for r in v.findings
+        if (cause is None or r.finding.cause == cause) and (code is None or r.finding.code == code)
+    ]
+
+
+def run_of(v: Verdict, code: str) -> Outcome:
+    runs = [r for r in v.runs if r.code == code]
+    assert runs, f"check {code} did not run at all (is it registered?); ran: {sorted(r.code for r in v.runs)}"
+    return runs[0].outcome
+
+
+def describe(v: Verdict) -> str:
+    lines = [f"verdict {v.cause} ({v.layer.value}): {v.headline}"]
+    lines += [
+        f"  #{r.rank} {r.finding.code} {r.finding.cause} [{r.finding.severity.label}]: {r.finding.title}"
+        for r in v.findings
+    ]
+    lines += [f"  run {r.code} {r.outcome.value} {r.reason[:160]}" for r in v.runs]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    target: str
+    namespace: str
+    cause: str
+    layer: Layer
+    clear: tuple[str, ...]
+    """recipe steps (check codes) that must be ruled out: outcome CLEAR"""
+    fired: dict[str, str] = field(default_factory=dict)
+    """check code → cause it must report (the recipe evidence besides the primary)"""
+    evidence: Callable[[Verdict], None] | None = None
+
+    @property
+    def path(self) -> str:
+        return str(SCENARIOS / self.name)
+
+
+# --- key evidence per scenario -----------------------------------------------------------------------------------
+
+
+def slow_preemption_evidence(v: Verdict) -> None:
+    top = v.findings[0].finding
+    # the 900 s grace period (and preStop hook) of the victims is the explanation
+    assert re.search(r"\b900 ?s\b|15m|15 min", text_of(top)), text_of(top)
+    assert "Workload/team-research/research-dpo-sweep-07" in refs_of(top) or "research-dpo-sweep-07" in text_of(top)
+    assert "FastQuotaReleaseInPodIntegration" in "\n".join(top.remediation), top.remediation
+    # step 3: admissions trickle at the grace interval (one every 15 minutes) in nlp-h100
+    rate = findings(v, code="KD301")
+    assert rate, "KD301 found no trickle"
+    assert rate[0].cause == "slow-preemption", rate[0]
+    assert "nlp-h100" in text_of(rate[0]) and re.search(r"every 1[45]m", rate[0].title), rate[0].title
+    assert "900" in text_of(rate[0]), "the trickle is not matched against the victims' 900 s grace period"
+    # step 1: the guarantee violation it explains (8 GPUs needed, 8 unused nominal in nlp-h100)
+    gv = findings(v, cause="guarantee-violation")
+    assert gv and "8 nvidia.com/gpu" in gv[0].title and "nlp-h100" in gv[0].title, gv
+    assert "explains the guarantee violation" in v.headline
+
+
+def stuck_target_evidence(v: Verdict) -> None:
+    top = v.findings[0].finding
+    txt = text_of(top)
+    assert "sweep-lr-0917-g4-1" in txt, "the zombie pod is not named"
+    assert "sweep-lr-0917-g4" in txt and (
+        "3 ClusterQueue" in txt or all(cq in txt for cq in ("nlp-a100", "vision-a100", "speech-a100"))
+    ), txt
+    # step 5: the log signature repeated for the same heads over hours
+    logs = findings(v, code="KD501")
+    assert any(
+        "overlapping preemption targets" in text_of(f).lower() and f.cause == "stuck-preemption-target" for f in logs
+    ), [f.title for f in logs]
+    # step 6: the zombie on a NotReady node
+    zombies = findings(v, cause="zombie-pods")
+    assert zombies and "Pod/ml-sweeps/sweep-lr-0917-g4-1" in refs_of(zombies[0]), zombies
+    assert "NotReady" in text_of(zombies[0])
+    # step 3: admissions stalled across ClusterQueues
+    rate = findings(v, code="KD301")
+    assert rate and rate[0].cause == "stuck-preemption-target", rate
+    assert "ClusterQueues stalled" in rate[0].title or "across ClusterQueues" in rate[0].message, rate[0].title
+    # version-aware remediation: fixed in v0.13.5 / v0.14.0
+    assert re.search(r"v0\.1(3\.5|4\.0)", "\n".join(text_of(f) for f in findings(v, code="KD902"))), (
+        "known-issues does not name the fixed Kueue version"
+    )
+
+
+def fair_sharing_evidence(v: Verdict) -> None:
+    top = v.findings[0].finding
+    assert top.code == "KD103", top
+    assert "eval-burst" in top.title and "v0.13.2" in text_of(top), top.title
+    reported = [
+        e
+        for e in top.evidence
+        if e.ref is not None and e.ref.name == "eval-burst" and "weightedShare" in (e.field or "")
+    ]
+    assert reported and re.search(r"weightedShare 0\b", reported[0].observed), top.evidence
+    node = next(n for n in top.data["nodes"] if n["name"] == "eval-burst")
+    assert int(node["reported"]) == 0 and Decimal(str(node["precise_share"])) > 0, node
+    assert Decimal(str(node["precise_share"])) == Decimal("0.625"), node
+    # the log line of upstream issue #6577, and fair sharing enabled near the onset
+    logs = findings(v, code="KD501")
+    assert any("no candidate" in text_of(f).lower() for f in logs), [f.title for f in logs]
+    changes = findings(v, cause="config-change")
+    assert changes and "ConfigMap/kueue-system/kueue-manager-config" in refs_of(changes[0]), changes
+
+
+def fragmentation_evidence(v: Verdict) -> None:
+    top = v.findings[0].finding
+    assert top.code in ("KD201", "KD401"), top
+    frag = findings(v, code="KD201")
+    assert frag and frag[0].cause == "fragmentation", frag
+    f = frag[0]
+    holes = sorted(int(x) for x in str(f.data["layout"]).split("+"))
+    assert holes == [1, 1, 2, 4], f.data  # the 1+1+4+2 case
+    assert str(f.data["largest_hole"]) == "4" and int(f.data["slots"]) == 0, f.data
+    assert "largest hole 4" in f.title, f.title
+    # step 4: released to Kubernetes; the scheduler's FailedScheduling names 4 nodes short of GPUs
+    rel = findings(v, code="KD401")
+    assert rel and rel[0].cause == "fragmentation", rel
+    assert "4 Insufficient nvidia.com/gpu" in text_of(rel[0]), text_of(rel[0])
+
+
+def tas_evidence(v: Verdict) -> None:
+    top = v.findings[0].finding
+    assert top.code == "KD201", top
+    assert 'topology "gke-default"' in top.title and "largest hole 4" in top.title, top.title
+    assert 'resource "nvidia.com/gpu": 4' in text_of(top) or "excluded" in text_of(top), text_of(top)
+    gv = findings(v, cause="guarantee-violation")
+    assert gv and "8 nvidia.com/gpu" in gv[0].title and "research-h100" in gv[0].title, gv
+    assert "explains the guarantee violation" in v.headline
+
+
+def guarantee_evidence(v: Verdict) -> None:
+    top = v.findings[0].finding
+    assert top.code == "KD101", top
+    assert top.severity.label == "high", "over 30 minutes is a violation on-call should act on"
+    assert "4 nvidia.com/gpu" in top.title and "12 unused" in top.title and "bio-a100" in top.title, top.title
+    minutes = re.search(r"pending for (?:(\d+)h)?(\d+)m", top.title)
+    assert minutes, top.title
+    assert int(minutes.group(1) or 0) * 60 + int(minutes.group(2)) >= 30, top.title
+    assert "ClusterQueue/bio-a100" in refs_of(top)
+    # nothing else explains it: no other finding about the target
+    others = [r.finding for r in v.findings[1:] if r.finding.about_target]
+    assert not others, [f"{f.code} {f.cause}: {f.title}" for f in others]
+
+
+def healthy_evidence(v: Verdict) -> None:
+    top = v.findings[0].finding
+    assert top.code == "KD002" and "bio-a100" in top.title, top
+    assert len(v.findings) == 1, [f"{r.finding.code} {r.finding.cause}: {r.finding.title}" for r in v.findings]
+    not_clear = [
+        f"{r.code} {r.outcome.value} {r.reason}" for r in v.runs if r.code != "KD002" and r.outcome is not Outcome.CLEAR
+    ]
+    assert not not_clear, f"everything should be ruled out (CLEAR): {not_clear}"
+
+
+ALL_RECIPE = (
+    "KD001",
+    "KD101",
+    "KD102",
+    "KD103",
+    "KD201",
+    "KD301",
+    "KD302",
+    "KD401",
+    "KD501",
+    "KD601",
+    "KD701",
+    "KD901",
+    "KD902",
+)
+
+CASES = [
+    Scenario(
+        "slow-preemption",
+        "pod/nlp-sft-llama70b-r8",
+        "team-nlp",
+        "slow-preemption",
+        Layer.KUEUE,
+        clear=("KD001", "KD103", "KD201", "KD401", "KD701", "KD901"),
+        fired={"KD101": "guarantee-violation", "KD301": "slow-preemption", "KD302": "slow-preemption"},
+        evidence=slow_preemption_evidence,
+    ),
+    Scenario(
+        "stuck-preemption-target",
+        "job/vit-h14-finetune-e3",
+        "team-vision",
+        "stuck-preemption-target",
+        Layer.KUEUE,
+        clear=("KD001", "KD103", "KD201", "KD401", "KD701"),
+        fired={
+            "KD101": "guarantee-violation",
+            "KD301": "stuck-preemption-target",
+            "KD302": "stuck-preemption-target",
+            "KD902": "known-issue",
+        },
+        evidence=stuck_target_evidence,
+    ),
+    Scenario(
+        "fair-sharing-anomaly",
+        "job/rlhf-ppo-70b-r3",
+        "team-alignment",
+        "fair-sharing-anomaly",
+        Layer.KUEUE,
+        clear=("KD001", "KD201", "KD301", "KD302", "KD401", "KD701"),
+        fired={"KD101": "guarantee-violation", "KD103": "fair-sharing-anomaly", "KD902": "known-issue"},
+        evidence=fair_sharing_evidence,
+    ),
+    Scenario(
+        "fragmentation-no-tas",
+        "job/llama3-8b-sft-8g-r12",
+        "team-research",
+        "fragmentation",
+        Layer.KUBERNETES,
+        clear=("KD001", "KD101", "KD102", "KD103", "KD301", "KD302", "KD501", "KD701", "KD901", "KD902"),
+        fired={"KD201": "fragmentation", "KD401": "fragmentation", "KD002": "not-pending"},
+        evidence=fragmentation_evidence,
+    ),
+    Scenario(
+        "fragmentation-tas",
+        "job/llama3-8b-sft-8g-r12",
+        "team-research",
+        "topology-no-fit",
+        Layer.KUEUE,
+        clear=("KD001", "KD102", "KD103", "KD301", "KD302", "KD401", "KD701", "KD901", "KD902"),
+        fired={"KD201": "topology-no-fit", "KD101": "guarantee-violation"},
+        evidence=tas_evidence,
+    ),
+    Scenario(
+        "guarantee-violation",
+        "job/af3-inference-batch-12",
+        "team-bio",
+        "guarantee-violation",
+        Layer.KUEUE,
+        clear=("KD001", "KD102", "KD103", "KD201", "KD301", "KD302", "KD401", "KD601", "KD701", "KD901", "KD902"),
+        fired={"KD101": "guarantee-violation"},
+        evidence=guarantee_evidence,
+    ),
+    Scenario(
+        "healthy",
+        "job/esm-finetune-r4",
+        "team-bio",
+        "not-pending",
+        Layer.NONE,
+        clear=ALL_RECIPE,
+        fired={"KD002": "not-pending"},
+        evidence=healthy_evidence,
+    ),
+]
+IDS = [c.name for c in CASES]
+
+
+@pytest.mark.parametrize("sc", CASES, ids=IDS)
+def test_verdict_cause_and_layer(sc: Scenario) -> None:
+    v = verdict_for(sc.path, sc.target, sc.namespace)
+    assert (v.cause, v.layer) == (sc.cause, sc.layer), describe(v)
+    assert v.findings and v.findings[0].finding.about_target, describe(v)
+
+
+@pytest.mark.parametrize("sc", CASES, ids=IDS)
+def test_no_check_errors(sc: Scenario) -> None:
+    v = verdict_for(sc.path, sc.target, sc.namespace)
+    errored = [f"{r.code}: {r.reason}" for r in v.runs if r.outcome is Outcome.ERRORED]
+    assert not errored, errored
+
+
+@pytest.mark.parametrize("sc", CASES, ids=IDS)
+def test_ruled_out_steps_are_clear(sc: Scenario) -> None:
+    v = verdict_for(sc.path, sc.target, sc.namespace)
+    wrong = [
+        f"{code}: {run_of(v, code).value} — "
+        + "; ".join(f"{f.cause}: {f.title}" for r in v.runs if r.code == code for f in r.findings)
+        + next((r.reason for r in v.runs if r.code == code), "")
+        for code in sc.clear
+        if run_of(v, code) is not Outcome.CLEAR
+    ]
+    assert not wrong, "recipe steps that should be ruled out are not CLEAR:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("sc", CASES, ids=IDS)
+def test_recipe_steps_report_their_cause(sc: Scenario) -> None:
+    v = verdict_for(sc.path, sc.target, sc.namespace)
+    missing = []
+    for code, cause in sc.fired.items():
+        got = findings(v, code=code)
+        if not any(f.cause == cause for f in got):
+            missing.append(
+                f"{code} should report {cause}; got {[(f.cause, f.title) for f in got]} ({run_of(v, code).value})"
+            )
+    assert not missing, "\n".join(missing)
+
+
+@pytest.mark.parametrize("sc", CASES, ids=IDS)
+def test_key_evidence(sc: Scenario) -> None:
+    assert sc.evidence is not None
+    v = verdict_for(sc.path, sc.target, sc.namespace)
+    assert v.cause == sc.cause, describe(v)
+    sc.evidence(v)
+
+
+def test_every_scenario_has_a_readme_and_manifest() -> None:
+    for sc in CASES:
+        root = SCENARIOS / sc.name
+        readme = (root / "README.md").read_text()
+        assert sc.target in readme and sc.cause in readme, sc.name
+        manifest = json.loads((root / "manifest.json").read_text())
+        assert manifest["format"] == "kueuediag-snapshot/v1" and manifest["kueueVersion"].startswith("v0.")
+        assert list((root / "metrics").glob("*.om")) and list((root / "logs").glob("*.log")), sc.name
+        assert (root / "metrics" / "kueue.om").read_text().endswith("# EOF\n")
+
+
+def test_scenario_metrics_are_minutely_hours_long() -> None:
+    """Metrics span hours at a 60 s step with timestamps in seconds (not milliseconds)."""
+    for sc in CASES:
+        stamps = sorted(
+            {
+                int(line.rsplit(" ", 1)[1])
+                for line in (SCENARIOS / sc.name / "metrics" / "kueue.om").read_text().splitlines()
+                if line.startswith("kueue_admitted_workloads_total{")
+            }
+        )
+        assert stamps[0] > 1_600_000_000 and stamps[-1] < 2_000_000_000, f"{sc.name}: timestamps not in seconds"
+        assert stamps[-1] - stamps[0] >= 3 * 3600, f"{sc.name}: metrics span less than 3 hours"
+        assert {b - a for a, b in zip(stamps, stamps[1:], strict=False)} <= {60, 120}, sc.name
+
+
+def test_logs_are_zap_json() -> None:
+    for sc in CASES:
+        for line in (SCENARIOS / sc.name / "logs" / "kueue-controller-manager.log").read_text().splitlines():
+            entry = json.loads(line)
+            assert {"level", "ts", "logger", "caller", "msg"} <= set(entry), (sc.name, line)
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", entry["ts"]), (sc.name, entry["ts"])
+
+
+# --- bundled demo snapshots ------------------------------------------------------------------------------------
+
+
+def _index() -> list[dict[str, str]]:
+    path = EXAMPLES / "index.json"
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def test_examples_bundle_the_required_scenarios() -> None:
+    names = {e["name"] for e in _index()}
+    assert {"slow-preemption", "fragmentation-no-tas", "healthy", "guarantee-violation"} <= names, names
+    for e in _index():
+        assert set(e) >= {"name", "title", "target", "namespace", "expected_cause"}, e
+        tarball = EXAMPLES / f"{e['name']}.tar.gz"
+        assert tarball.is_file() and tarball.stat().st_size < 300 * 1024, tarball
+
+
+@pytest.mark.parametrize("example", _index(), ids=[e["name"] for e in _index()])
+def test_example_tarball_gives_its_expected_cause(example: dict[str, str]) -> None:
+    v = verdict_for(str(EXAMPLES / f"{example['name']}.tar.gz"), example["target"], example["namespace"])
+    assert v.cause == example["expected_cause"], describe(v)
