@@ -109,3 +109,26 @@ def test_rates_from_metrics_and_from_objects_agree_on_the_trickle() -> None:
     for rates in (with_metrics, objects):
         trickle = detect_trickle(rates.admission_times)
         assert trickle is not None and abs(trickle.median_gap - 900) <= 60
+
+
+def test_rates_ignore_follower_replicas_and_split_series() -> None:
+    from kueuediag.analysis.admission_rates import rates_from_metrics
+    from kueuediag.snapshot.metrics import parse_metrics
+
+    lines = ["# TYPE kueue_admitted_workloads counter"]
+    # the leader restarted at t=600: a new series (other pod label) starts from 0 — no admission is lost
+    for t, v in ((0, 5), (300, 6), (540, 7)):
+        lines.append(f'kueue_admitted_workloads_total{{cluster_queue="q",pod="a",replica_role="leader"}} {v} {t}')
+    for t, v in ((600, 0), (900, 1), (1200, 2)):
+        lines.append(f'kueue_admitted_workloads_total{{cluster_queue="q",pod="b",replica_role="leader"}} {v} {t}')
+    lines.append("# TYPE kueue_pending_workloads gauge")
+    for t in (0, 600, 1200):
+        lines.append(f'kueue_pending_workloads{{cluster_queue="q",status="active",replica_role="leader"}} 3 {t}')
+        lines.append(f'kueue_pending_workloads{{cluster_queue="q",status="active",replica_role="follower"}} 3 {t}')
+    lines.append("# EOF")
+    store = parse_metrics({"m.om": "\n".join(lines) + "\n"})
+    rates = rates_from_metrics(store, "q", 3600, 10_000)
+    assert rates is not None
+    assert rates.admission_times == [300.0, 540.0, 900.0, 1200.0]
+    assert rates.pending_by_cq == {"q": 3.0}
+    assert rates.pending_min() == 3.0 and rates.pending_since() == 0.0

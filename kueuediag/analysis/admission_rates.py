@@ -169,6 +169,12 @@ def _times(series: Sequence[Series], start: float, end: float) -> list[float]:
     return sorted(out)
 
 
+def _leader(series: Sequence[Series]) -> list[Series]:
+    """Drop series exported by follower replicas (`replica_role="follower"`, v0.16+): only the leader
+    schedules, and a follower's gauges would double-count pending work."""
+    return [s for s in series if s.label("replica_role") != "follower"]
+
+
 def _by_label(series: Sequence[Series], label: str) -> dict[str, list[Series]]:
     out: dict[str, list[Series]] = defaultdict(list)
     for s in series:
@@ -180,7 +186,7 @@ def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hi
     admitted_name = ADMITTED if store.has(ADMITTED) else QUOTA_RESERVED if store.has(QUOTA_RESERVED) else None
     if admitted_name is None:
         return None
-    admitted = store.select(admitted_name)
+    admitted = _leader(store.select(admitted_name))
     span = time_range(admitted)
     if span is None:
         return None
@@ -189,15 +195,15 @@ def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hi
     queries = [f'{admitted_name}{{cluster_queue="{cq}"}}' if cq else admitted_name]
     by_cq = {name: _times(series, start, end) for name, series in _by_label(admitted, "cluster_queue").items()}
     if store.has(PREEMPTED):
-        pre = store.select(PREEMPTED)
+        pre = _leader(store.select(PREEMPTED))
         pre_by_cq = _by_label(pre, "preempting_cluster_queue")
         pre_times = _times(pre_by_cq.get(cq or "", []), start, end)
         queries.append(f'{PREEMPTED}{{preempting_cluster_queue="{cq}"}}')
     else:
-        pre = store.select(EVICTED, reason="Preempted")
+        pre = _leader(store.select(EVICTED, reason="Preempted"))
         pre_times = []
         queries.append(f'{EVICTED}{{reason="Preempted"}}')
-    pending = store.select(PENDING)
+    pending = _leader(store.select(PENDING))
     pending_by = _by_label(pending, "cluster_queue")
     pending_latest = {name: sum_at(series, end) or 0.0 for name, series in pending_by.items()}
     pending_points: list[tuple[float, float]] = []
@@ -206,7 +212,7 @@ def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hi
         stamps = sorted({t for s in pending_by[cq] for t, _ in s.points if start <= t <= end})
         pending_points = [(t, v) for t, v in ((t, sum_at(pending_by[cq], t)) for t in stamps) if v is not None]
     attempts: dict[str, float] = {}
-    for s in store.select(ATTEMPTS):
+    for s in _leader(store.select(ATTEMPTS)):
         attempts[s.label("result")] = attempts.get(s.label("result"), 0.0) + sum(
             d for _, d in increase_events(s, start, end))
     step = nice_step(end - start)
