@@ -467,3 +467,30 @@ def test_partial_admission_finds_the_largest_count_that_fits() -> None:
     assert rigid is not None and rigid.never_fits and rigid.partial == ()
     # 10 pods exceed the nominal quota of 8 even at minCount: still never fits, reported at full count
     assert too_big is not None and too_big.never_fits and too_big.partial == ()
+
+
+def test_unused_nominal_quota_lent_to_a_borrower() -> None:
+    objs = [
+        _flavor("a100"),
+        _cq("owner", "pool", [_res(GPU, "8")]),
+        _cq("greedy", "pool", [_res(GPU, "4")]),
+        _lq("o", "lq", "owner"),
+        _lq("g", "lq", "greedy"),
+        _wl("o", "small", "lq", {GPU: "2"}, admitted_in="owner"),
+        _wl("g", "big", "lq", {GPU: "5"}, count=2, admitted_in="greedy"),
+        _wl("o", "waiting", "lq", {GPU: "3"}),
+    ]
+    snap = _snap(objs)
+    q = cq_quota(snap, "owner", "a100", GPU)
+    assert q is not None
+    assert (q.free_nominal, q.available, q.lent_out, q.borrowable) == (D(6), D(0), D(6), D(0))
+    w = workload(snap, "o", "waiting")
+    assert w is not None
+    fit = workload_fit(snap, w)
+    assert fit is not None and fit.verdict == FitVerdict.NEEDS_PREEMPTION and not fit.fits_in_nominal
+    ((_, rf),) = fit.blocking()
+    assert rf.describe().startswith(
+        "needs 3 nvidia.com/gpu in flavor a100: 6 free in nominal quota (6 of it lent to the cohort), 0 borrowable"
+    )
+    holders = quota_holders(snap, "owner", "a100", GPU)
+    assert [(h.name, h.amount) for h in holders.borrowers] == [("greedy", D(6))]

@@ -407,7 +407,7 @@ class QuotaCheck(Check):
                 f"only {_fmt(max(ZERO, rf.quota.available), rf.resource)} is available now "
                 f"({_fmt(rf.free_nominal, rf.resource)} unused nominal quota + "
                 f"{_fmt(rf.borrowable, rf.resource)} borrowable from the cohort); "
-                f"{_fmt(rf.shortfall, rf.resource)} more needed.{_borrow_note(rf)} {who}"
+                f"{_fmt(rf.shortfall, rf.resource)} more needed.{_borrow_note(rf)}{_lent_note(rf)} {who}"
             )
             data = _fit_data(rf)
             data["holders"] = _holders_data(holders, int(self.opts["max_listed"]))
@@ -754,6 +754,17 @@ def _borrow_note(rf: ResourceFit) -> str:
         f" Admitting it would take the ClusterQueue {_fmt(over, rf.resource)} above its nominal quota, so that part "
         f"must be borrowed from the cohort, which has only {_fmt(max(ZERO, q.available - q.free_nominal), rf.resource)}"
         " left to lend."
+    )
+
+
+def _lent_note(rf: ResourceFit) -> str:
+    lent = rf.quota.lent_out
+    if lent <= ZERO:
+        return ""
+    return (
+        f" {_fmt(lent, rf.resource)} {rf.resource} of the ClusterQueue's unused nominal quota is lent: other "
+        "ClusterQueues of the cohort borrowed it, and only preemption (reclaimWithinCohort) or their workloads "
+        "finishing gives it back."
     )
 
 

@@ -507,11 +507,14 @@ class ResourceFit:
         return max(ZERO, self.needed - self.quota.available)
 
     def describe(self) -> str:
+        """'needs 6 nvidia.com/gpu in flavor a100: 4 free in nominal quota, 0 borrowable, maximum capacity 20'."""
         r = self.resource
+        lent_out = self.quota.lent_out
+        lent = f" ({format_quantity(lent_out, r)} of it lent to the cohort)" if lent_out > ZERO else ""
         return (
             f"needs {format_quantity(self.needed, r)} {r} in flavor {self.quota.flavor}: "
-            f"{format_quantity(self.free_nominal, r)} free in nominal quota, "
-            f"{format_quantity(self.borrowable, r)} borrowable, "
+            f"{format_quantity(self.free_nominal, r)} free in nominal quota"
+            f"{lent}, {format_quantity(self.borrowable, r)} borrowable, "
             f"maximum capacity {format_quantity(self.quota.max_capacity, r)}"
         )
 
