@@ -84,6 +84,11 @@ class Preemption(Check):
         if head is None:
             return []
         own = victims_of(snapshot, w)
+        if not own and head.message.preempting:
+            # No victim names this workload's UID (older message format, recreated workload): fall back to
+            # victims still holding quota whose preemptor path ends in the target's ClusterQueue.
+            own = [v for v in preemption_victims(snapshot)
+                   if v.holds_quota and v.preemptor_cq and v.preemptor_cq == head.cluster_queue]
         # Heads of other ClusterQueues that wait on preemption, and the victims they picked.
         others = [h for h in heads if h.workload is not w and h.cluster_queue != head.cluster_queue]
         shared: list[Victim] = []
@@ -272,14 +277,21 @@ class Preemption(Check):
         holding = [v for v in victims if v.holds_quota]
         if victims:
             left = [r for r in (v.grace_remaining for v in holding) if r is not None]
-            grace = max((v.max_grace for v in victims), default=0)
-            title = f"preempting {n or len(victims)} workload(s); victims terminate within {grace}s"
+            with_pods = [v for v in victims if v.active_pods]
+            grace = max((v.max_grace for v in with_pods), default=0)
+            title = f"preempting {n or len(victims)} workload(s); {len(holding)} still hold quota"
+            if with_pods:
+                title += f", their pods terminate within {grace}s"
             if left:
                 title += f" (~{human_duration(max(left))} left)"
-            message = (f"Kueue preempted {', '.join(v.workload.ref() for v in victims[:4])} for this workload. "
-                       f"{len(holding)} of them still hold(s) quota; their pods terminate within short grace periods "
-                       f"(at most {grace}s), so the workload should be admitted on one of the next scheduling "
-                       "cycles.")
+            message = (f"Kueue preempted {', '.join(v.workload.ref() for v in victims[:4])} for this workload; "
+                       f"{len(holding)} of them still hold(s) quota.")
+            if with_pods:
+                message += (f" Their pods terminate within short grace periods (at most {grace}s), so the workload "
+                            "should be admitted within a few scheduling cycles.")
+            else:
+                message += (" No running victim pod is in the snapshot: the quota is released as soon as Kueue sees "
+                            "the victims' jobs inactive.")
             for v in victims[:4]:
                 evidence.append(ev("condition", f"Evicted=True (Preempted), QuotaReserved="
                                    f"{'True' if v.holds_quota else 'False'}", kind="Workload",
