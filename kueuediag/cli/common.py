@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import typer
@@ -60,3 +61,16 @@ def split_csv(values: list[str] | None) -> list[str]:
     for v in values or []:
         out.extend(x.strip() for x in v.split(",") if x.strip())
     return out
+
+
+@contextlib.contextmanager
+def stderr_status(initial: str) -> Iterator[Callable[[str], None] | None]:
+    """A rich spinner on stderr while collecting (only when stderr is a terminal); yields the progress callback."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status(initial) as status:
+        yield lambda text: status.update(text)

@@ -58,10 +58,12 @@ def diagnose_and_print(
     if source:
         snap = load_snapshot(resolve_source(source), now=moment)
     else:
+        from kueuediag.cli.common import stderr_status
         from kueuediag.live import LiveOptions, live_snapshot_for_why
 
-        opts = LiveOptions(**(live or {}))
-        snap = live_snapshot_for_why(target, namespace, opts)
+        with stderr_status("collecting from the cluster") as progress:
+            opts = LiveOptions(**(live or {}), namespace=namespace, progress=progress)
+            snap = live_snapshot_for_why(target, namespace, opts)
         if moment is not None:
             snap.now = moment
     t1 = time.perf_counter()

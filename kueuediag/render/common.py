@@ -42,18 +42,22 @@ def workload_line(v: Verdict) -> str:
     return " · ".join(bits)
 
 
-def data_lines(data: dict[str, Any], limit: int = 12) -> list[str]:
-    """Readable lines for a finding's structured data: sparklines and histograms first, then short scalars."""
+def data_lines(data: dict[str, Any], limit: int = 12, already_shown: str = "") -> list[str]:
+    """Readable lines for a finding's structured data (sparklines, histograms, tables).
+
+    Items whose text the message already contains (`already_shown`) are not repeated.
+    """
     lines: list[str] = []
     spark = data.get("sparklines")
     if isinstance(spark, dict):
         for name, line in spark.items():
-            lines.append(f"{name:<12} {line}")
+            if str(line) not in already_shown:
+                lines.append(f"{name:<12} {line}")
     for key in ("histogram", "hole_histogram"):
         hist = data.get(key)
         if isinstance(hist, dict) and hist:
             lines.append("free holes: " + "  ".join(f"{k} free×{v}" for k, v in hist.items()))
-        elif isinstance(hist, str):
+        elif isinstance(hist, str) and hist not in already_shown:
             lines.append(f"free holes: {hist}")
     table = data.get("table")
     if isinstance(table, list):

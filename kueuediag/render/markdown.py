@@ -21,7 +21,7 @@ def render_markdown(v: Verdict) -> str:
             out.append(f"{r.rank}. **{f.title}** — `{f.cause}`, {f.severity.label} severity, "
                        f"{f.confidence.label} confidence ({f.code} {f.check}){scope}")
             out.append(f"   {f.message}")
-            for line in data_lines(f.data):
+            for line in data_lines(f.data, already_shown=f.message):
                 out.append(f"   `{line}`")
             if f.evidence:
                 out.append("   - Evidence:")

@@ -54,7 +54,7 @@ def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None,
             line.append(f"  {f.cause} · {f.code} {f.check} · {f.confidence.label} confidence", style="dim")
             console.print(line)
             console.print(Text("   " + f.message))
-            for dl in data_lines(f.data):
+            for dl in data_lines(f.data, already_shown=f.message):
                 console.print(Text("   " + dl, style="cyan"))
             shown = f.evidence if verbose else f.evidence[:6]
             for e in shown:
