@@ -495,7 +495,8 @@ def _workload_evidence(w: WorkloadView, holds_quota: bool, reason: Reason | None
         return ev("condition", observed, kind="Workload", name=w.name, namespace=w.namespace,
                   field=f"status.conditions[type={c.type if c else 'QuotaReserved'}]")
     qr = w.cond("QuotaReserved")
-    observed = qr.message if qr is not None and qr.message else "QuotaReserved not set"
+    observed = (qr.message if qr is not None and qr.message
+                else "no QuotaReserved condition yet: Kueue has not evaluated the workload")
     return ev("condition", observed, kind="Workload", name=w.name, namespace=w.namespace,
               field="status.conditions[type=QuotaReserved]",
               expected="a topology domain with room for the pods" if reason else None)
