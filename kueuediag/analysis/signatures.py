@@ -217,7 +217,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "releasing quota (long termination grace periods, pods stuck terminating).",
         "slow-preemption", _S.HIGH, min_verbosity=2,
         msg=r"^Workload re-queued$", fields=(("requeueReason", r"^PendingPreemption$"),),
-        repeat=5, min_span_seconds=600, per="workload", upstream="#6143",
+        repeat=5, min_span_seconds=300, per="workload", upstream="#6143",
     ),
     Signature(
         "requeue-loop", "Re-queued many times",
