@@ -37,6 +37,7 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 SECRETISH_ENV = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.I)
 
 Obj = dict[str, Any]
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 # --- collecting fixture files and their objects ------------------------------------------------------------
@@ -62,7 +63,7 @@ def _docs(name: str, data: bytes) -> list[Any]:
     text = data.decode("utf-8")
     if name.lower().endswith(".json"):
         return [json.loads(text)] if text.strip() else []
-    return [d for d in yaml.safe_load_all(text) if d is not None]
+    return [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
 
 
 def _flatten(doc: Any) -> Iterator[Obj]:
@@ -81,7 +82,17 @@ def _flatten(doc: Any) -> Iterator[Obj]:
         yield doc
 
 
-def _objects_in(path: Path) -> Iterator[tuple[str, Obj]]:
+def _objects_in(path: Path) -> list[tuple[str, Obj]]:
+    """(where, object) for every Kubernetes object in a file or archive (parsed once per session)."""
+    return _parse_file(path)
+
+
+@cache
+def _parse_file(path: Path) -> list[tuple[str, Obj]]:
+    return list(_iter_objects(path))
+
+
+def _iter_objects(path: Path) -> Iterator[tuple[str, Obj]]:
     """(where, object) for every Kubernetes object in a file or archive."""
     name = path.name.lower()
     if name.endswith(ARCHIVE_SUFFIXES):

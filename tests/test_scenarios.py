@@ -415,3 +415,29 @@ def test_examples_bundle_the_required_scenarios() -> None:
 def test_example_tarball_gives_its_expected_cause(example: dict[str, str]) -> None:
     v = verdict_for(str(EXAMPLES / f"{example['name']}.tar.gz"), example["target"], example["namespace"])
     assert v.cause == example["expected_cause"], describe(v)
+
+
+def test_committed_scenarios_match_the_generator(tmp_path: Path) -> None:
+    """fixtures/scenarios/generate.py is deterministic and the committed files are what it writes."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("scenario_generate", SCENARIOS / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(SCENARIOS))
+    try:
+        spec.loader.exec_module(module)
+        assert module.main(["--out", str(tmp_path)]) == 0
+    finally:
+        sys.path.remove(str(SCENARIOS))
+    for sc in CASES:
+        fresh = {
+            p.relative_to(tmp_path / sc.name).as_posix(): p for p in (tmp_path / sc.name).rglob("*") if p.is_file()
+        }
+        committed = {
+            p.relative_to(SCENARIOS / sc.name).as_posix(): p for p in (SCENARIOS / sc.name).rglob("*") if p.is_file()
+        }
+        assert sorted(fresh) == sorted(committed), sc.name
+        stale = [rel for rel, p in fresh.items() if p.read_bytes() != committed[rel].read_bytes()]
+        assert not stale, f"{sc.name}: regenerate with `python fixtures/scenarios/generate.py --examples`: {stale}"
