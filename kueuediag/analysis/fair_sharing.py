@@ -31,10 +31,11 @@ from fractions import Fraction
 from typing import Any
 
 from kueuediag.analysis.kueue_config import CONFIG_KEY, kueue_config
+from kueuediag.analysis.quota import workload_usage_by_cq
 from kueuediag.analysis.signatures import Version, is_fixed, parse_version
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.k8s import meta
-from kueuediag.snapshot.kueue import ClusterQueueView, CohortView, FlavorResource, kueue_index, workloads
+from kueuediag.snapshot.kueue import ClusterQueueView, CohortView, FlavorResource, kueue_index
 from kueuediag.snapshot.metrics import metric_store
 from kueuediag.snapshot.model import Snapshot
 
@@ -468,10 +469,9 @@ def reserved_usage(snap: Snapshot, cq: ClusterQueueView) -> tuple[dict[FlavorRes
     if cq.obj.get("status", {}).get("flavorsReservation") is not None:
         return {fr: total for fr, (total, _) in cq.reservation.items()}, "status.flavorsReservation"
     out: dict[FlavorResource, Decimal] = {}
-    for w in workloads(snap):
-        if w.admission_cq == cq.name and w.holds_quota:
-            for fr, q in w.usage().items():
-                out[fr] = out.get(fr, ZERO) + q
+    for _, held in workload_usage_by_cq(snap).get(cq.name, []):
+        for fr, q in held.items():
+            out[fr] = out.get(fr, ZERO) + q
     return out, "workloads holding QuotaReserved"
 
 

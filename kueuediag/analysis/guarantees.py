@@ -26,9 +26,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from kueuediag.analysis.quota import FlavorResourceQuota, cq_quotas, quota_tree, workload_fit
+from kueuediag.analysis.quota import FlavorResourceQuota, WorkloadFit, cq_quotas, quota_tree, workload_fit
 from kueuediag.quantity import ZERO, format_quantity
-from kueuediag.snapshot.kueue import FlavorResource, WorkloadView, kueue_index, workloads_by_cluster_queue
+from kueuediag.snapshot.kueue import (
+    FlavorResource,
+    WorkloadView,
+    cluster_queue_of,
+    kueue_index,
+    workloads_by_cluster_queue,
+)
 from kueuediag.snapshot.metrics import MetricStore, Series, metric_store, value_at
 from kueuediag.snapshot.model import Snapshot
 
@@ -64,16 +70,43 @@ class NominalFit:
         return dict(out)
 
 
+def _shape(w: WorkloadView) -> tuple[tuple[object, ...], ...]:
+    """What the fit of a pending workload depends on: pod sets' counts, requests and placement constraints."""
+    spec_keys = ("nodeSelector", "affinity", "tolerations")
+    return tuple(
+        (ps.name, ps.count, tuple(sorted(ps.requests.items())), repr([ps.spec.get(k) for k in spec_keys]))
+        for ps in w.pod_sets)
+
+
+def pending_fit(snap: Snapshot, w: WorkloadView,
+                shape: tuple[tuple[object, ...], ...] | None = None) -> WorkloadFit | None:
+    """workload_fit for a workload that holds no quota, shared by every pending workload of the same shape in
+    the same ClusterQueue (50,000-workload snapshots have few distinct shapes)."""
+    if w.holds_quota:
+        return workload_fit(snap, w)
+    cq = cluster_queue_of(kueue_index(snap), w)
+    key = shape if shape is not None else _shape(w)
+    return snap.memo(("guarantees:fit", cq, key), lambda: workload_fit(snap, w))
+
+
 def nominal_fit(snap: Snapshot, w: WorkloadView,
                 extra_usage: dict[FlavorResource, Decimal] | None = None) -> NominalFit | None:
     """Greedy like Kueue's flavor assigner: per pod set and resource group, the first eligible flavor (in
     ClusterQueue order) where reserved + earlier pod sets + this request <= nominal for every requested
     resource. `extra_usage` is added to the reservation (to ask "would it have fitted before X finished?").
     None when the workload has no known ClusterQueue."""
-    fit = workload_fit(snap, w)
+    if extra_usage is None and not w.holds_quota:
+        cq = cluster_queue_of(kueue_index(snap), w)
+        shape = _shape(w)
+        return snap.memo(("guarantees:nominal-fit", cq, shape), lambda: _nominal_fit(snap, w, {}, shape))
+    return _nominal_fit(snap, w, extra_usage or {})
+
+
+def _nominal_fit(snap: Snapshot, w: WorkloadView, extra: dict[FlavorResource, Decimal],
+                 shape: tuple[tuple[object, ...], ...] | None = None) -> NominalFit | None:
+    fit = pending_fit(snap, w, shape)
     if fit is None:
         return None
-    extra = extra_usage or {}
     assigned: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
     choices: list[NominalChoice] = []
     for ps in fit.pod_sets:
@@ -150,16 +183,30 @@ def is_pending(w: WorkloadView) -> bool:
     return w.state == "pending" and w.active
 
 
-def _releases(snap: Snapshot, cq: str, after: datetime) -> list[tuple[datetime, WorkloadView]]:
-    """Workloads of `cq` that finished after `after` (their status.admission still says what they held)."""
-    out = []
-    for other in workloads_by_cluster_queue(snap).get(cq, []):
-        fin = other.cond("Finished")
-        if fin is not None and fin.true and fin.last_transition and fin.last_transition > after \
-                and other.admission_cq == cq and other.assignments:
-            out.append((fin.last_transition, other))
-    out.sort(key=lambda x: x[0], reverse=True)
-    return out
+Release = tuple[datetime, WorkloadView, dict[FlavorResource, Decimal]]
+
+
+def _releases(snap: Snapshot, cq: str) -> list[Release]:
+    """Finished workloads of `cq`, newest first, each with the cumulative quota released from the newest down
+    to it (their status.admission still says what they held). Memoised per ClusterQueue."""
+
+    def build() -> list[Release]:
+        found = []
+        for other in workloads_by_cluster_queue(snap).get(cq, []):
+            fin = other.cond("Finished")
+            if fin is not None and fin.true and fin.last_transition and other.admission_cq == cq \
+                    and other.assignments:
+                found.append((fin.last_transition, other))
+        found.sort(key=lambda x: (x[0], x[1].namespace, x[1].name), reverse=True)
+        out: list[Release] = []
+        held: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
+        for when, other in found:
+            for fr, q in other.usage().items():
+                held[fr] += q
+            out.append((when, other, dict(held)))
+        return out
+
+    return snap.memo(("guarantees:releases", cq), build)
 
 
 def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
@@ -213,16 +260,22 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     notes: list[str] = []
     released_by: WorkloadView | None = None
     if since0 is not None:
-        held: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
-        for when, other in _releases(snap, cq, since0):
-            for fr, q in other.usage().items():
-                held[fr] += q
-            again = nominal_fit(snap, w, dict(held))
+        releases = [r for r in _releases(snap, cq) if r[0] > since0]  # newest first
+        # Adding back more released quota can only make the fit worse: binary-search the first release
+        # (newest first) without which the workload would not have fitted.
+        lo, hi = 0, len(releases)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            again = nominal_fit(snap, w, releases[mid][2])
             if again is not None and not again.fits:
-                since, source = when, f"Workload {other.ref()} finished at {_iso(when)} and freed the quota"
-                notes.append(source)
-                released_by = other
-                break
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo < len(releases):
+            when, other, _ = releases[lo]
+            since, source = when, f"Workload {other.ref()} finished at {_iso(when)} and freed the quota"
+            notes.append(source)
+            released_by = other
     selectors: list[str] = []
     store = metric_store(snap)
     if store and since is not None:
@@ -236,8 +289,7 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
 
 
 def fit_cq(snap: Snapshot, w: WorkloadView) -> str:
-    fit = workload_fit(snap, w)
-    return fit.cluster_queue if fit is not None else ""
+    return cluster_queue_of(kueue_index(snap), w) or ""
 
 
 def guarantee_violations(snap: Snapshot) -> list[Violation]:
@@ -289,7 +341,7 @@ def quota_table(snap: Snapshot, cq: str) -> list[QuotaRow]:
     for w in workloads_by_cluster_queue(snap).get(cq, []):
         if not is_pending(w):
             continue
-        fit = workload_fit(snap, w)
+        fit = pending_fit(snap, w)
         if fit is None:
             continue
         for ps in fit.pod_sets:
