@@ -73,6 +73,8 @@ def test_console_format_with_and_without_logger() -> None:
     assert full.ts == datetime(2026, 1, 2, 3, 4, 5, 123000, tzinfo=UTC)
     no_logger = parse_log_line("f", 4, "2026-01-02T03:04:06.000Z\tINFO\tkueue/main.go:412\tStarting manager")
     assert (no_logger.logger, no_logger.caller, no_logger.msg) == ("", "kueue/main.go:412", "Starting manager")
+    epoch = parse_log_line("f", 6, "1.7640e+09\tDEBUG\tevents\tStarted")
+    assert epoch.format == "console" and epoch.verbosity == 1 and epoch.ts == datetime.fromtimestamp(1.764e9, tz=UTC)
     err = parse_log_line("f", 5, '2026-01-02T03:04:07.000Z\tERROR\tsetup\tkueue/main.go:415\tCould not run manager'
                                  '\t{"error": "leader election lost"}')
     assert err.is_error and err.error == "leader election lost" and "error" not in err.fields
@@ -139,3 +141,15 @@ def test_snapshot_mixed_formats(fixtures_dir: object) -> None:
     assert formats == {"console", "klog", "json", "text"}
     info = log_level_info(snap)
     assert info.flag == 2 and info.max_seen == 1
+
+
+def test_level_inferred_from_logs_without_flag(tmp_path: object) -> None:
+    from pathlib import Path
+
+    root = Path(str(tmp_path))
+    (root / "logs").mkdir()
+    (root / "logs" / "kueue.log").write_text(REAL + "\n" + REAL.replace("Level(-2)", "debug") + "\n")
+    (root / "manifest.json").write_text('{"format": "kueuediag-snapshot/v1", "capturedAt": "2025-12-03T21:00:00Z"}')
+    snap = load_snapshot(str(root))
+    info = log_level_info(snap)
+    assert (info.flag, info.max_seen, info.effective, info.flag_source) == (None, 2, 2, None)

@@ -220,9 +220,11 @@ def controller_pods(snap: Snapshot) -> list[ControllerPod]:
                                if isinstance(c, dict) and c.get("type") == "Ready"), None)
             ready = (ready_cond.get("status") == "True") if ready_cond else bool(cs.get("ready"))
             exit_code = last.get("exitCode")
+            restarts = cs.get("restartCount")
             out.append(ControllerPod(
                 obj=obj, namespace=m.get("namespace") or "", name=m.get("name") or "", ready=ready,
-                phase=status.get("phase") or "Unknown", restarts=int(cs.get("restartCount") or 0),
+                phase=status.get("phase") or "Unknown",
+                restarts=restarts if isinstance(restarts, int) and not isinstance(restarts, bool) else 0,
                 waiting_reason=str((state.get("waiting") or {}).get("reason") or ""),
                 last_terminated_reason=str(last.get("reason") or ""),
                 last_exit_code=int(exit_code) if isinstance(exit_code, int) else None,

@@ -39,7 +39,7 @@ _NAMED_LEVELS = {
 }
 _LEVEL_N = re.compile(r"^level\((-?\d+)\)$", re.IGNORECASE)
 _TS_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}))\s+(?=\{)")
-_CONSOLE_TS = re.compile(r"^(\d{4}-\d{2}-\d{2}T\S+|\d{9,}(?:\.\d+)?(?:e[+-]?\d+)?)$", re.IGNORECASE)
+_CONSOLE_TS = re.compile(r"^(\d{4}-\d{2}-\d{2}T\S+|\d+(?:\.\d+)?(?:e[+-]?\d+)?)$", re.IGNORECASE)
 _CALLER = re.compile(r"^\S+\.go:\d+$")
 _KLOG = re.compile(
     r"^([IWEF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?\s+\d+\s+([^\]\s]+:\d+)\]\s?(.*)$"
