@@ -185,3 +185,24 @@ def test_fixture_frag_h100_is_the_1_1_4_2_case() -> None:
     eight = {GPU: D(8), "cpu": D(96), "memory": D(640) * 1024**3}
     assert cap.total_slots(m.nodes, eight) == 0
     assert cap.matching_nodes(snap, flavor, {}) is m  # memoised per snapshot
+
+
+def test_topology_assignment_v1beta1_domains_and_v1beta2_slices() -> None:
+    levels, doms = cap.topology_assignment({
+        "levels": ["kubernetes.io/hostname"],
+        "domains": [{"values": ["n1"], "count": 2}, {"values": ["n2"], "count": 1}]})
+    assert levels == ("kubernetes.io/hostname",)
+    assert [(d.values, d.pods) for d in doms] == [(("n1",), 2), (("n2",), 1)]
+    levels, doms = cap.topology_assignment({
+        "levels": ["block", "kubernetes.io/hostname"],
+        "slices": [
+            {"domainCount": 3,
+             "valuesPerLevel": [{"universal": "b1"}, {"individual": {"prefix": "gke-pool-", "suffix": "-x",
+                                                                     "roots": ["a", "b", "c"]}}],
+             "podCounts": {"individual": [4, 2, 2]}},
+            {"domainCount": 1, "valuesPerLevel": [{"universal": "b2"}, {"individual": {"roots": ["z"]}}],
+             "podCounts": {"universal": 8}},
+        ]})
+    assert [(d.values, d.pods) for d in doms] == [
+        (("b1", "gke-pool-a-x"), 4), (("b1", "gke-pool-b-x"), 2), (("b1", "gke-pool-c-x"), 2), (("b2", "z"), 8)]
+    assert cap.topology_assignment(None) == ((), ())

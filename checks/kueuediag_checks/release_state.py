@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kueuediag.analysis.capacity import Demand, fmt_qty, holes, main_resource, matching_nodes, place
+from kueuediag.analysis.capacity import (
+    Demand,
+    fmt_qty,
+    holes,
+    main_resource,
+    matching_nodes,
+    place,
+    topology_assignment,
+)
 from kueuediag.analysis.scheduling import (
     ImagePullFailure,
     PodScheduling,
@@ -155,6 +163,9 @@ class ReleaseState(Check):
         if topo_only:
             step = ("Kueue removes the `kueue.x-k8s.io/topology` gate only after injecting the topology assignment "
                     "(node selectors) into each pod; the topology ungater has not done so.")
+            assigned = _assigned_domains(w)
+            if assigned:
+                step += f" The Workload's topology assignment places the pods on {assigned}."
         elif first.gate:
             step = ("For plain pods (and Deployment, StatefulSet, LeaderWorkerSet pods) Kueue releases an admitted "
                     "workload by removing the `kueue.x-k8s.io/admission` scheduling gate; until then "
@@ -163,9 +174,9 @@ class ReleaseState(Check):
             step = (f"Kueue releases a {first.kind} by setting {first.field} to false at admission (controller log "
                     "`Job admitted, unsuspending`); until then no pods are created.")
         message = (f"The Workload {w.namespace}/{w.name} has been admitted by ClusterQueue {w.admission_cq}{when}, "
-                   f"so its quota is taken, but Kueue has not released it to Kubernetes. {step} The job reconciler "
-                   "is stuck or failing for this job: the scheduling problem is in the Kueue layer, not in "
-                   "kube-scheduler.")
+                   f"so its quota is taken, but Kueue has not released it to Kubernetes. {step} The "
+                   f"{'topology ungater' if topo_only else 'job reconciler'} is stuck or failing for this job: the "
+                   "scheduling problem is in the Kueue layer, not in kube-scheduler.")
         adm = w.cond("Admitted")
         evidence: list[Evidence] = [
             ev("condition", f"Admitted=True ({adm.reason if adm else '?'}){when}", kind="Workload", name=w.name,
@@ -389,6 +400,19 @@ def _selector_matches(snap: Snapshot, pod: PodView) -> int:
     """Nodes whose labels satisfy the pod's nodeSelector and required node affinity."""
     spec = pod.obj.get("spec") or {}
     return sum(1 for n in nodes(snap) if pod_fits_node_labels(spec, n.labels))
+
+
+def _assigned_domains(w: WorkloadView) -> str:
+    """'node-a (2 pods), node-b (1 pod)' from status.admission.podSetAssignments[].topologyAssignment."""
+    parts = []
+    for a in w.assignments:
+        levels, domains = topology_assignment(a.topology)
+        for d in domains:
+            where = "/".join(d.values) if d.values else "?"
+            parts.append(f"{where} ({d.pods} pod{'s' if d.pods != 1 else ''})")
+        if levels and domains:
+            parts[-len(domains)] = f"{levels[-1]} " + parts[-len(domains)]
+    return ", ".join(parts[:8]) + (f" and {len(parts) - 8} more" if len(parts) > 8 else "")
 
 
 def _claims(pod: PodView) -> list[str]:

@@ -450,3 +450,54 @@ def main_resource(shape: Shape, gpu_resources: Sequence[str] = DEFAULT_GPU_RESOU
 def fmt_qty(q: Decimal) -> str:
     """Decimal → compact text ('8', '0.5')."""
     return _fmt(q)
+
+
+# --- TAS assignment in Workload status (kueue-facts §7.4) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AssignedDomain:
+    """One domain of `status.admission.podSetAssignments[].topologyAssignment`, with its pod count."""
+
+    values: tuple[str, ...]
+    """one value per assignment level (only the lowest level when it is kubernetes.io/hostname)"""
+    pods: int
+
+
+def topology_assignment(raw: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple[AssignedDomain, ...]]:
+    """Decode a topologyAssignment: v1beta1 `domains[{values, count}]` or v1beta2 compressed `slices[]`.
+
+    v1beta2 slices carry `domainCount`, `valuesPerLevel[]` (each `universal` or
+    `individual{prefix, roots[], suffix}` → prefix + root + suffix) and `podCounts` (`universal` or
+    `individual[]`).
+    """
+    if not raw:
+        return (), ()
+    levels = tuple(str(lv) for lv in raw.get("levels") or ())
+    out: list[AssignedDomain] = []
+    for d in raw.get("domains") or ():
+        if isinstance(d, dict):
+            values = tuple(str(v) for v in d.get("values") or ())
+            out.append(AssignedDomain(values=values, pods=int(d.get("count") or 0)))
+    for sl in raw.get("slices") or ():
+        if not isinstance(sl, dict):
+            continue
+        n = int(sl.get("domainCount") or 0)
+        columns: list[list[str]] = []
+        for per in sl.get("valuesPerLevel") or ():
+            per = per or {}
+            if per.get("universal") is not None:
+                columns.append([str(per["universal"])] * n)
+            else:
+                ind = per.get("individual") or {}
+                pre, suf = str(ind.get("prefix") or ""), str(ind.get("suffix") or "")
+                columns.append([f"{pre}{root}{suf}" for root in ind.get("roots") or ()])
+        counts = sl.get("podCounts") or {}
+        if counts.get("universal") is not None:
+            pods = [int(counts["universal"])] * n
+        else:
+            pods = [int(c) for c in counts.get("individual") or ()]
+        for i in range(n):
+            values = tuple(col[i] for col in columns if i < len(col))
+            out.append(AssignedDomain(values=values, pods=pods[i] if i < len(pods) else 0))
+    return levels, tuple(out)
