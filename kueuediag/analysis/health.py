@@ -66,7 +66,8 @@ class Zombie:
 
     pod: PodView
     overdue_seconds: float
-    """seconds past deletionTimestamp + grace"""
+    """seconds past deletionTimestamp, i.e. since its termination grace period ended (the API server sets
+    deletionTimestamp = delete request + grace period)"""
     node: NodeView | None
     workload: WorkloadView | None
     """the Workload holding quota that the pod belongs to, if any"""
@@ -93,9 +94,10 @@ def zombie_pods(snap: Snapshot) -> list[Zombie]:
         for p in pods(snap):
             if p.deletion is None or p.terminal:
                 continue
-            overdue = (snap.now - (p.deletion + timedelta(seconds=p.grace_seconds))).total_seconds()
-            if overdue <= 0:
+            # Kueue's cut-off (PR #6872): past deletionTimestamp + deletionGracePeriodSeconds
+            if snap.now <= p.deletion + timedelta(seconds=p.grace_seconds):
                 continue
+            overdue = (snap.now - p.deletion).total_seconds()
             w = holders.get(p.uid or f"{p.namespace}/{p.name}")
             out.append(Zombie(p, overdue, by_node.get(p.node or ""), w,
                               cluster_queue_of(idx, w) if w is not None else None))
