@@ -150,3 +150,28 @@ def test_snapshot_command(api_server: ServerFactory, tmp_path: Path) -> None:
     assert snap.manifest.namespaces is not None and len(snap.manifest.namespaces) == 2
     assert not any(o["metadata"].get("namespace") == "batch-misc" for o in snap.of_kind("Pod"))
     assert bad.exit_code == 2 and "either -n NAMESPACE or -A" in bad.stderr
+
+
+def test_cli_live_why_and_snapshot_then_why_from(api_server: ServerFactory, tmp_path: Path) -> None:
+    """The real app: `why` without --from collects live; `snapshot` then `why --from` says the same."""
+    from kueuediag.cli import build_app
+
+    app = build_app()
+    runner = CliRunner()
+    out = tmp_path / "s.tar.gz"
+    now = "2026-11-20T10:00:00Z"
+    with api_server() as srv:
+        kc = str(srv.kubeconfig(tmp_path))
+        live = runner.invoke(app, ["why", TARGET, "-n", NS, "--kubeconfig", kc, "--now", now, "-o", "json",
+                                   "--save", str(tmp_path / "saved")])
+        snap = runner.invoke(app, ["snapshot", "-o", str(out), "--kubeconfig", kc])
+    assert live.exit_code == 0, live.output
+    assert snap.exit_code == 0, snap.output
+    replay = runner.invoke(app, ["why", TARGET, "-n", NS, "--from", str(out), "--now", now, "-o", "json"])
+    saved = runner.invoke(app, ["why", TARGET, "-n", NS, "--from", str(tmp_path / "saved"), "--now", now,
+                                "-o", "json"])
+    disk = runner.invoke(app, ["why", TARGET, "-n", NS, "--from", str(LIVE_FIXTURE), "-o", "json"])
+    docs = [json.loads(r.stdout) for r in (live, replay, saved, disk)]
+    assert {d["verdict"]["cause"] for d in docs} == {"waiting-for-quota"}
+    assert len({d["verdict"]["headline"] for d in docs}) == 1
+    assert len({json.dumps([f["title"] for f in d["findings"]]) for d in docs}) == 1
