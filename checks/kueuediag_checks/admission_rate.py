@@ -34,9 +34,9 @@ class AdmissionRate(Check):
         admission for a while although work is pending and the target fits in unused nominal quota, in one
         ClusterQueue or across several. Healthy rates (bursts of admissions, queues that drain) are clear.
         Causes: `slow-preemption` (trickle; medium confidence when it matches the victims' grace period),
-        `stuck-preemption-target` (stall while queue heads wait on preemption), `controller-unhealthy`
-        (stall across ClusterQueues with nothing preempting) and, at low severity, `guarantee-violation`
-        (one ClusterQueue stalled, nothing preempting: the rates confirm the violation without explaining it).
+        `stuck-preemption-target` (stall while queue heads wait on preemption) and `controller-unhealthy`
+        (stall across ClusterQueues with nothing preempting). One ClusterQueue that admits nothing while
+        nothing preempts is the guarantee violation itself (KD101): the rate step is ruled out (clear).
 
     Why the workload stays pending:
         A guarantee violation should be resolved within seconds: reclaiming nominal quota means preempting
@@ -54,8 +54,7 @@ class AdmissionRate(Check):
         A trickle that matches the victims' grace period is slow preemption: see KD302 (shorter grace
         periods, `FastQuotaReleaseInPodIntegration` on Kueue >= v0.17.0, manual eviction as a stop-gap). A
         stall across ClusterQueues points at a stuck preemption target (force-delete the zombie pod) or an
-        unhealthy controller (KD9xx); a single stalled ClusterQueue with nothing preempting is usually an
-        inadmissible workload that was not retried — any ClusterQueue update requeues it.
+        unhealthy controller (KD9xx).
 
     Example:
         `1 admission every 15m in ClusterQueue demo-cq over 6h while 18 workloads wait; matches the victims'
@@ -235,14 +234,9 @@ class AdmissionRate(Check):
             message += " No head waits on preemption: check the Kueue controller's health (KD9xx)."
             cause, confidence = "controller-unhealthy", Confidence.MEDIUM
         else:
-            # One ClusterQueue, nothing preempting: the rates confirm the guarantee violation (KD101) without
-            # explaining it — typically an inadmissible workload that Kueue did not retry after capacity freed.
-            others = rates.count_since(rates.all_admission_times, since)
-            message += " Nothing is preempting"
-            message += (f" and the rest of the cluster admitted {others} workload(s) in the last "
-                        f"{human_duration(stall)}" if others else "")
-            message += ": the workload was probably parked as inadmissible and not retried after quota was freed."
-            cause, confidence = "guarantee-violation", Confidence.MEDIUM
+            # One ClusterQueue stalled with nothing preempting is the guarantee violation itself (KD101), not a
+            # rate anomaly: the recipe's rate step is ruled out (the talk's fair-sharing bug looked like this).
+            return None
         message += self._chart(rates, spark)
         if cause == "stuck-preemption-target":
             remediation = [
@@ -252,20 +246,12 @@ class AdmissionRate(Check):
                 "Kueue >= v0.14.0 (v0.13.5, v0.12.10) stops counting pods stuck terminating past their grace "
                 "period (PR #6872).",
             ]
-        elif cause == "controller-unhealthy":
+        else:
             remediation = [
                 "Check the kueue-controller-manager: `kubectl -n kueue-system get pods -l "
                 "control-plane=controller-manager`, its restarts, leader election and logs (KD9xx).",
             ]
-        else:
-            remediation = [
-                "Nudge Kueue to requeue the ClusterQueue's inadmissible workloads: any ClusterQueue update does, e.g. "
-                f"`kubectl annotate clusterqueue {cq} kueuediag/requeue=$(date +%s) --overwrite`.",
-                "Follow the recipe: rule out fragmentation (KD2xx), check release state (KD4xx) and the controller "
-                "logs for this workload (KD5xx).",
-            ]
-        severity = Severity.LOW if cause == "guarantee-violation" else Severity.MEDIUM
-        return self.finding(cause, title, message, severity=severity, confidence=confidence,
+        return self.finding(cause, title, message, severity=Severity.MEDIUM, confidence=confidence,
                             evidence=evidence, remediation=remediation, data=data)
 
 
