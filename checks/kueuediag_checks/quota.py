@@ -77,8 +77,11 @@ class QuotaCheck(Check):
         workload(s)`). The quota is then recomputed from the ClusterQueue, its cohort tree and every Workload
         holding quota, per pod set, flavor (in ClusterQueue order, honouring flavor nodeLabels and nodeTaints)
         and resource, so the finding says how much is needed, free in nominal quota, borrowable from the
-        cohort right now, the maximum capacity, and who holds the quota: the ClusterQueue's own workloads, or other
-        ClusterQueues of the cohort borrowing above their nominal quota.
+        cohort right now, the maximum capacity, and who holds the quota: the ClusterQueue's own workloads, or
+        other ClusterQueues of the cohort borrowing above their nominal quota. When the recomputation shows the
+        workload fits now, Kueue's verdict is stale and quota is ruled out (the check stays clear); the queue
+        order (KD601) or a guarantee violation (KD101) then explains the wait. Submission-layer messages
+        (LocalQueue/ClusterQueue missing, namespace selector, taints/affinity) belong to KD001.
 
     Why the workload stays pending:
         Kueue admits a workload only when, for every requested resource, the chosen flavor has enough
@@ -143,8 +146,15 @@ class QuotaCheck(Check):
             return [self._not_evaluated(snapshot, w, cq_name, qr)]
         if cause == "preemption-in-progress":
             return [self._preemption(snapshot, w, cq_name, fit, qr, pm)]
+        if fit is not None and fit.fits and cause in ("exceeds-max-quota", "waiting-for-quota"):
+            # Kueue's verdict predates a quota release: quota is ruled out, the reason lies elsewhere
+            # (queue order KD601, guarantee violation KD101, controller health)
+            return []
         if cause == "exceeds-max-quota":
-            return [self._exceeds(snapshot, w, cq_name, fit, qr, pm)]
+            if fit is None or fit.never_fits or fit.verdict == FitVerdict.NO_MATCHING_FLAVOR:
+                return [self._exceeds(snapshot, w, cq_name, fit, qr, pm)]
+            # the quota changed since Kueue wrote the condition: the recomputation decides
+            return [self._waiting(snapshot, w, cq_name, fit, qr, pm)]
         # waiting-for-quota, unless the recomputation proves it can never fit any more
         if fit is not None and fit.never_fits:
             return [self._exceeds(snapshot, w, cq_name, fit, qr, pm)]
@@ -394,7 +404,7 @@ class QuotaCheck(Check):
     ) -> Finding:
         blocking = fit.blocking() if fit is not None else []
         rf = blocking[0][1] if blocking else None
-        msg_reason = _first(pm, "insufficient-unused-quota") if pm else None
+        msg_reason = (_first(pm, "insufficient-unused-quota") or _first(pm, "exceeds-max-quota")) if pm else None
         evidence = [self._cond_ev(w, qr)]
         if rf is not None:
             title = rf.describe().split(", maximum capacity")[0]
@@ -414,11 +424,12 @@ class QuotaCheck(Check):
             remediation = self._wait_remediation(snap, w, cq, rf, holders)
         elif msg_reason is not None:
             res = msg_reason.resource or "?"
-            amount = _fmt(msg_reason.amount, res) if msg_reason.amount is not None else "?"
-            title = f"insufficient unused quota for {res} in flavor {msg_reason.flavor}, {amount} more needed"
+            title = f"{msg_reason.text} (stale: the recomputed quota fits now)"
             detail = (
-                f"Kueue reported: {msg_reason.text}. The recomputed quota now fits, so the message may be "
-                "stale: the workload should be admitted at the next scheduling attempt."
+                f"Kueue's last verdict was: {msg_reason.text}. The quota recomputed from the snapshot fits now, so "
+                "that verdict is stale (quota was released since). A BestEffortFIFO ClusterQueue retries a "
+                "workload it parked as inadmissible only after a relevant event; if it stays pending, the reason "
+                "is elsewhere: the queue order (KD601), a guarantee violation (KD101) or the Kueue controller."
             )
             data = {"resource": res, "flavor": msg_reason.flavor}
             remediation = [
@@ -441,11 +452,13 @@ class QuotaCheck(Check):
             detail += f" With partial admission (minCount) Kueue may admit it with {parts}."
         detail += self._eviction_note(w)
         fits_later = fit is not None and fit.verdict == FitVerdict.NEEDS_PREEMPTION
+        stale = rf is None and fit is not None and fit.fits
         return self.finding(
             "waiting-for-quota",
             title,
             f"The workload waits for quota in ClusterQueue {cq}. {detail}",
-            severity=Severity.MEDIUM,
+            # stale (the recomputation fits): an observation, not the cause
+            severity=Severity.INFO if stale else Severity.MEDIUM,
             # the recomputation agrees (needs others to finish/preempt) or only the message speaks
             confidence=Confidence.HIGH if fits_later or (rf is None and msg_reason is None) else Confidence.MEDIUM,
             evidence=evidence,
