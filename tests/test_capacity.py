@@ -206,3 +206,31 @@ def test_topology_assignment_v1beta1_domains_and_v1beta2_slices() -> None:
     assert [(d.values, d.pods) for d in doms] == [
         (("b1", "gke-pool-a-x"), 4), (("b1", "gke-pool-b-x"), 2), (("b1", "gke-pool-c-x"), 2), (("b2", "z"), 8)]
     assert cap.topology_assignment(None) == ((), ())
+
+
+def test_byte_and_cpu_histograms_are_bucketed_not_dense() -> None:
+    snap = _snap(_node("big", cpu="400"), _node("small", cpu="3"), _pod("p", "small", "0", cpu="2"))
+    nodes = list(cap.node_capacities(snap).values())
+    mem = cap.holes(nodes, "memory")
+    assert mem.unit == "Gi"
+    assert mem.histogram_dict() == {"0Gi": 0, "1000Gi": 2}
+    assert mem.histogram_text() == "0Gi free: 0 nodes, 1000Gi free: 2 nodes"
+    cpu = cap.holes(nodes, "cpu")
+    assert cpu.histogram == ()  # 400 cores: too wide for a dense histogram
+    assert cpu.histogram_dict() == {"0": 0, "1": 1, "400": 1}
+
+
+def test_single_shape_placement_fills_fullest_nodes_first() -> None:
+    snap = _snap(_node("n1"), _node("n2"), _node("n3"), _pod("a", "n1", "6"), _pod("b", "n2", "2"))
+    p = cap.place(cap.node_capacities(snap).values(), [cap.Demand("main", {GPU: D(2)}, 5)])
+    assert p.fits and p.exact
+    assert p.assignment["main"] == {"n1": 1, "n2": 3, "n3": 1}
+
+
+def test_short_in_total_separates_fragmentation_from_lack_of_capacity() -> None:
+    snap = _snap(_node("n1", cpu="10"), _node("n2", cpu="10"), _pod("a", "n1", "4", cpu="9"), _pod("b", "n2", "4"))
+    nodes = list(cap.node_capacities(snap).values())
+    eight = [cap.Demand("main", {GPU: D(8), "cpu": D(2)}, 1)]
+    assert cap.short_in_total(nodes, eight) == {}  # 4+4 GPUs and 1+9 cores free: fragmented, not short
+    assert not cap.place(nodes, eight).fits
+    assert cap.short_in_total(nodes, [cap.Demand("main", {GPU: D(4), "cpu": D(6)}, 2)]) == {"cpu": D(2)}

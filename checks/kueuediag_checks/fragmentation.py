@@ -19,6 +19,7 @@ from kueuediag.analysis.capacity import (
     main_resource,
     matching_nodes,
     place,
+    short_in_total,
     topology_domains,
     total_slots,
 )
@@ -151,7 +152,8 @@ class Fragmentation(Check):
         tas_evals = [e for e in usable if e.topology]
         if tas_evals and not holds_quota:
             return [self._topology_finding(snapshot, w, tas_evals[0], None, confident=False)]
-        fragmented = [e for e in usable if e.holes.total_free >= e.need and e.need > ZERO]
+        fragmented = [e for e in usable if e.need > ZERO and not short_in_total(
+            e.nodes, [Demand(ps.name, dict(ps.requests), n) for ps, n in e.pod_sets])]
         if not fragmented:
             return []
         return [self._fragmentation_finding(snapshot, w, fragmented, holds_quota, gpus)]
@@ -217,6 +219,10 @@ class Fragmentation(Check):
         title = (f"no node can take {_a(per_pod)} {per_pod} {res} pod in flavor {e.flavor.name}: "
                  f"{fmt_qty(h.total_free)} free on {len(h.per_node)} nodes ({h.layout()}), "
                  f"largest hole {fmt_qty(h.largest)}, {_slots(e)} slots for {e.pods} pod(s)")
+        mixed = h.largest >= e.per_pod
+        if mixed:
+            title = (f"no node has room for a whole pod ({_shape_text(e)}) in flavor {e.flavor.name}: enough free in "
+                     f"total, but where {res} is free other resources are not; {_slots(e)} slots for {e.pods} pod(s)")
         cluster = fragmentation(snap, res)
         mine = fragmentation(snap, res, node_set=e.nodes, shape=e.per_pod)
         state = ("The Workload is admitted (its quota is held), so only node placement stands between it and running"

@@ -14,6 +14,7 @@ from kueuediag.analysis.capacity import (
     main_resource,
     matching_nodes,
     place,
+    short_in_total,
     topology_assignment,
 )
 from kueuediag.analysis.scheduling import (
@@ -457,15 +458,14 @@ def _fragmentation(snap: Snapshot, pod: PodView, pending: list[PodView],
     shape = pod.requests
     same = [p for p in pending if p.requests == shape]
     res = main_resource(shape)
-    if res not in failure.insufficient() and not failure.insufficient():
-        return None
     match = matching_nodes(snap, None, spec)
     h = holes(match.nodes, res)
     per = shape.get(res, ZERO)
-    need = per * len(same)
-    if per <= ZERO or h.total_free < need:
+    demand = [Demand("pending", dict(shape), len(same))]
+    if per <= ZERO or h.largest >= per or short_in_total(match.nodes, demand):
+        # nothing free in aggregate, or a big-enough hole exists (then other resources bind): not fragmentation
         return None
-    placement = place(match.nodes, [Demand("pending", dict(shape), len(same))])
+    placement = place(match.nodes, demand)
     if placement.fits:
         return None
     slots = sum(placement.slots.values())

@@ -201,23 +201,36 @@ class Holes:
     resource: str
     per_node: tuple[tuple[str, Decimal], ...]
     """(node, free) for usable nodes, largest first"""
-    histogram: tuple[int, ...]
-    """histogram[k] = usable nodes with exactly k free (floored), k = 0..max"""
+    buckets: tuple[tuple[int, int], ...]
+    """(free, nodes) for every free amount present (floored, in `unit`), ascending; always includes 0"""
     total_free: Decimal
     largest: Decimal
     nodes_without_room: tuple[tuple[str, str], ...] = ()
     """(node, reason) for cordoned / NotReady nodes that were left out"""
+    unit: str = ""
+    """'' (whole units: GPUs, cores) or 'Gi' for byte resources"""
+
+    @property
+    def histogram(self) -> tuple[int, ...]:
+        """Dense histogram: histogram[k] = usable nodes with exactly k free, k = 0..max (empty above 256)."""
+        top = self.buckets[-1][0] if self.buckets else 0
+        if top > _DENSE_LIMIT:
+            return ()
+        dense = [0] * (top + 1)
+        for k, n in self.buckets:
+            dense[k] = n
+        return tuple(dense)
 
     def histogram_dict(self) -> dict[str, int]:
-        return {str(k): n for k, n in enumerate(self.histogram)}
+        """Dense ('0'..max) for small ranges like GPUs; only the present buckets otherwise."""
+        dense = self.histogram
+        if dense:
+            return {f"{k}{self.unit}": n for k, n in enumerate(dense)}
+        return {f"{k}{self.unit}": n for k, n in self.buckets}
 
     def histogram_text(self) -> str:
         """'0 free: 0 nodes, 1 free: 2 nodes, 2 free: 1 node, 4 free: 1 node' (empty buckets skipped but 0)."""
-        parts = []
-        for k, n in enumerate(self.histogram):
-            if n or k == 0:
-                parts.append(f"{k} free: {n} node{'s' if n != 1 else ''}")
-        return ", ".join(parts)
+        return ", ".join(f"{k}{self.unit} free: {n} node{'s' if n != 1 else ''}" for k, n in self.buckets)
 
     def layout(self) -> str:
         """'1+1+4+2' (free per usable node, node-name order)."""
@@ -225,11 +238,20 @@ class Holes:
         return "+".join(_fmt(q) for _, q in by_name) if by_name else "0"
 
 
+_DENSE_LIMIT = 256
+_BYTE_RESOURCES = ("memory", "ephemeral-storage")
+_GI = Decimal(1024) ** 3
+
+
 def _fmt(q: Decimal) -> str:
     return format(q.normalize(), "f") if q == q.to_integral_value() else str(q)
 
 
 def holes(node_set: Iterable[NodeCapacity], resource: str) -> Holes:
+    """Free `resource` per usable node, the bucketed histogram, total free and the largest hole.
+
+    Byte resources (memory, ephemeral-storage, hugepages) are bucketed in Gi; everything else in whole units.
+    """
     usable: list[tuple[str, Decimal]] = []
     without: list[tuple[str, str]] = []
     for n in node_set:
@@ -240,14 +262,34 @@ def holes(node_set: Iterable[NodeCapacity], resource: str) -> Holes:
             continue
         usable.append((n.name, n.free_of(resource)))
     usable.sort(key=lambda x: (-x[1], x[0]))
-    floors = [int(q.to_integral_value(rounding=ROUND_FLOOR)) for _, q in usable]
-    top = max(floors, default=0)
-    hist = [0] * (top + 1)
-    for f in floors:
-        hist[f] += 1
+    in_bytes = resource in _BYTE_RESOURCES or resource.startswith("hugepages-")
+    scale = _GI if in_bytes else Decimal(1)
+    counts: Counter[int] = Counter({0: 0})
+    for _, q in usable:
+        counts[int((q / scale).to_integral_value(rounding=ROUND_FLOOR))] += 1
     total = sum((q for _, q in usable), ZERO)
-    return Holes(resource=resource, per_node=tuple(usable), histogram=tuple(hist), total_free=total,
-                 largest=usable[0][1] if usable else ZERO, nodes_without_room=tuple(without))
+    return Holes(resource=resource, per_node=tuple(usable), buckets=tuple(sorted(counts.items())), total_free=total,
+                 largest=usable[0][1] if usable else ZERO, nodes_without_room=tuple(without),
+                 unit="Gi" if in_bytes else "")
+
+
+def short_in_total(node_set: Iterable[NodeCapacity], demands: Sequence[Demand]) -> dict[str, Decimal]:
+    """Resources whose total free room on usable nodes is below the demands' total: resource → shortfall.
+
+    Empty means the room exists in aggregate, so a failed placement is fragmentation, not a lack of capacity.
+    """
+    usable = [n for n in node_set if n.usable]
+    need: dict[str, Decimal] = {}
+    for d in demands:
+        for r, q in d.shape.items():
+            if q > ZERO:
+                need[r] = need.get(r, ZERO) + q * d.count
+    out: dict[str, Decimal] = {}
+    for r, q in need.items():
+        have = sum((n.free_of(r) for n in usable), ZERO)
+        if have < q:
+            out[r] = q - have
+    return out
 
 
 def total_slots(node_set: Iterable[NodeCapacity], shape: Shape) -> int:
@@ -295,12 +337,28 @@ def place(node_set: Iterable[NodeCapacity], demands: Sequence[Demand],
           gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES) -> Placement:
     """Best-fit decreasing: largest pods first, each onto the fullest node where it still fits."""
     usable = [n for n in node_set if n.usable]
-    free = {n.name: dict(n.free) for n in usable}
     slots = {d.name: total_slots(usable, d.shape) for d in demands}
+    live = [d for d in demands if d.count > 0]
+    if len(live) <= 1:
+        # one pod shape: per-node slots are exact, fill the fullest nodes first without simulating pod by pod
+        placed = {d.name: 0 for d in demands}
+        assignment: dict[str, dict[str, int]] = {d.name: {} for d in demands}
+        for d in live:
+            fullest = sorted(usable, key=lambda n: (_dominance(n.free, gpu_resources), n.name))
+            for n in fullest:
+                room = min(n.slots(d.shape), d.count - placed[d.name])
+                if room > 0:
+                    assignment[d.name][n.name] = room
+                    placed[d.name] += room
+                if placed[d.name] >= d.count:
+                    break
+        return Placement(fits=all(placed[d.name] >= d.count for d in demands), exact=True, placed=placed,
+                         needed={d.name: d.count for d in demands}, slots=slots, assignment=assignment)
+    free = {n.name: dict(n.free) for n in usable}
     # pods in decreasing size; nodes ordered by least free of the pod's main resource (best-fit-ish, packs)
     order = sorted(demands, key=lambda d: _dominance(d.shape, gpu_resources), reverse=True)
-    placed: dict[str, int] = {d.name: 0 for d in demands}
-    assignment: dict[str, dict[str, int]] = {d.name: {} for d in demands}
+    placed = {d.name: 0 for d in demands}
+    assignment = {d.name: {} for d in demands}
     for d in order:
         take = dict(d.shape)
         take[PODS] = take.get(PODS, ZERO) + 1
@@ -315,8 +373,7 @@ def place(node_set: Iterable[NodeCapacity], demands: Sequence[Demand],
             else:
                 break
     fits = all(placed[d.name] >= d.count for d in demands)
-    exact = len([d for d in demands if d.count > 0]) <= 1
-    return Placement(fits=fits, exact=exact, placed=placed, needed={d.name: d.count for d in demands},
+    return Placement(fits=fits, exact=False, placed=placed, needed={d.name: d.count for d in demands},
                      slots=slots, assignment=assignment)
 
 
