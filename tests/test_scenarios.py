@@ -459,3 +459,34 @@ def test_committed_scenarios_match_the_generator(tmp_path: Path) -> None:
         assert sorted(fresh) == sorted(committed), sc.name
         stale = [rel for rel, p in fresh.items() if p.read_bytes() != committed[rel].read_bytes()]
         assert not stale, f"{sc.name}: regenerate with `python fixtures/scenarios/generate.py --examples`: {stale}"
+
+
+def _version(v: str) -> tuple[int, int, int]:
+    major, minor, patch = v.lstrip("v").split(".")[:3]
+    return int(major), int(minor), int(patch.split("-")[0])
+
+
+@pytest.mark.parametrize("sc", CASES, ids=IDS)
+def test_scenario_is_consistent_with_its_kueue_version(sc: Scenario) -> None:
+    """API versions, metric labels, build info and controller image all match the manifest's Kueue version."""
+    snap = load_snapshot(sc.path)
+    version = snap.manifest.kueue_version
+    assert version is not None
+    kueue_apis = {
+        o["apiVersion"] for k in snap.kinds() for o in snap.of_kind(k) if o["apiVersion"].startswith("kueue.x-k8s.io/")
+    }
+    if _version(version) < (0, 15, 0):
+        assert kueue_apis == {"kueue.x-k8s.io/v1beta1"}, f"v1beta2 did not exist before v0.15: {kueue_apis}"
+    else:
+        assert "kueue.x-k8s.io/v1beta2" in kueue_apis, kueue_apis
+    om = (SCENARIOS / sc.name / "metrics" / "kueue.om").read_text()
+    assert f'git_version="{version}"' in om, "kueue_build_info does not match the manifest"
+    has_role = 'replica_role="' in om
+    assert has_role == (_version(version) >= (0, 16, 0)), "replica_role exists on Kueue metrics since v0.16.0"
+    images = {
+        c["image"]
+        for p in snap.of_kind("Pod")
+        if p["metadata"].get("namespace") == "kueue-system"
+        for c in p["spec"]["containers"]
+    }
+    assert images == {f"registry.k8s.io/kueue/kueue:{version}"}, images
