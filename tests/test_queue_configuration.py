@@ -337,3 +337,65 @@ def test_admission_gated_reason_without_annotation_is_medium_confidence() -> Non
     assert [(f.cause, f.title, f.confidence.label) for f in found] == [
         ("admission-gated", "admission is gated by example.com/broker", "medium")
     ]
+
+
+def test_workload_without_queue_name_has_no_local_queue() -> None:
+    # manageJobsWithoutQueueName: true manages unlabelled jobs, but their Workload names no LocalQueue
+    found = _run_kd001(_snap([_ns("team"), _rf("default"), _cq("cq", selector={}), _wl("", {"cpu": "1"})]))
+    assert found == [("localqueue-missing", "Workload has no spec.queueName")]
+
+
+def _kd701(objs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    snap = _snap(objs)
+    w = workload(snap, "team", "wl")
+    assert w is not None
+    return [(f.cause, f.title, f.confidence.label) for f in AdmissionChecks().run(snap, Target("wl", "team", w))]
+
+
+def test_rejected_check_while_holding_quota() -> None:
+    qr = {
+        "type": "QuotaReserved",
+        "status": "True",
+        "reason": "QuotaReserved",
+        "message": "Quota reserved in ClusterQueue cq",
+        "lastTransitionTime": "2026-11-20T09:00:00Z",
+    }
+    wl = _wl("q", {"cpu": "1"}, conditions=[qr])
+    wl["status"]["admissionChecks"] = [
+        {"name": "ready-check", "state": "Ready", "message": "", "lastTransitionTime": "2026-11-20T09:01:00Z"},
+        {
+            "name": "budget",
+            "state": "Rejected",
+            "message": "over the monthly GPU budget",
+            "lastTransitionTime": "2026-11-20T09:02:00Z",
+        },
+    ]
+    assert _kd701([wl]) == [("admission-check-rejected", "admission check budget rejected the workload", "high")]
+    wl["status"]["admissionChecks"][1]["state"] = "Pending"
+    assert _kd701([wl]) == [
+        ("admission-check-pending", "admission check budget is Pending for 58m: over the monthly GPU budget", "high")
+    ]
+
+
+def test_block_admission_without_condition_is_medium_confidence() -> None:
+    cfg = _config_map("waitForPodsReady:\n  timeout: 10m\n  blockAdmission: true\n")
+    admitted = _wl(
+        "q",
+        {"cpu": "1"},
+        conditions=[
+            {
+                "type": "Admitted",
+                "status": "True",
+                "reason": "Admitted",
+                "message": "The workload is admitted",
+                "lastTransitionTime": "2026-11-20T09:50:00Z",
+            }
+        ],
+    )
+    admitted["metadata"].update({"name": "other", "uid": "other-uid"})
+    found = _kd701([cfg, admitted, _wl("q", {"cpu": "1"})])
+    assert found == [
+        ("waiting-for-podsready", "admission blocked until 1 admitted workload(s) are PodsReady: team/other", "medium")
+    ]
+    # without blockAdmission nothing holds the workload back
+    assert _kd701([admitted, _wl("q", {"cpu": "1"})]) == []
