@@ -250,3 +250,42 @@ def test_effective_priority_from_priority_class_when_spec_priority_absent() -> N
     got = {n: effective_priority(snap, workload(snap, "ns", n)) for n in "abc"}  # type: ignore[arg-type]
     assert got == {"a": 5000, "b": 700, "c": 9000}
     assert [e.workload.name for e in pending_queue(snap, "q")] == ["c", "a", "b"]
+
+
+def test_requeue_backoff_is_left_to_the_admission_checks_family() -> None:
+    msg = "Exceeded the PodsReady timeout ns/w"
+    objs = [
+        _flavor("a100"),
+        _cq("q", None, [_res(GPU, "8")]),
+        _lq("ns", "lq", "q"),
+        _wl("ns", "w", "lq", {GPU: "2"}),
+    ]
+    objs[-1]["status"] = {
+        "conditions": [
+            {
+                "type": "QuotaReserved",
+                "status": "False",
+                "reason": "PodsReadyTimeout",
+                "message": msg,
+                "lastTransitionTime": "2026-11-20T09:58:00Z",
+            },
+            {
+                "type": "Evicted",
+                "status": "True",
+                "reason": "PodsReadyTimeout",
+                "message": msg,
+                "lastTransitionTime": "2026-11-20T09:58:00Z",
+            },
+        ],
+        "requeueState": {"count": 1, "requeueAt": "2026-11-20T10:03:00Z"},
+    }
+    snap = _snap(objs)
+    w = workload(snap, "ns", "w")
+    assert w is not None
+    assert QuotaCheck().run(snap, Target("workload/w", "ns", w)) == []
+    objs[-1]["status"]["requeueState"]["requeueAt"] = "2026-11-20T09:59:00Z"  # backoff over, not re-evaluated
+    snap2 = _snap(objs)
+    w2 = workload(snap2, "ns", "w")
+    assert w2 is not None
+    (f,) = QuotaCheck().run(snap2, Target("workload/w", "ns", w2))
+    assert f.cause == "not-yet-evaluated" and f.title.startswith("requeued after eviction (PodsReadyTimeout) 2m ago")

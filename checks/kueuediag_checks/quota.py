@@ -204,7 +204,8 @@ class QuotaCheck(Check):
         out: list[Finding] = []
         if fit is not None and fit.never_fits:
             out.append(self._exceeds(snap, w, cq, fit, None, None))
-        out.append(self._not_evaluated(snap, w, cq, None))
+        if not _in_backoff(snap, w):
+            out.append(self._not_evaluated(snap, w, cq, None))
         return out
 
     def _not_evaluated(
@@ -300,9 +301,9 @@ class QuotaCheck(Check):
             return [self._exceeds(snap, w, cq, fit, qr, None)]
         if fit.verdict == FitVerdict.NEEDS_PREEMPTION:
             return [self._waiting(snap, w, cq, fit, qr, None)]
-        if fit.fits:
+        if fit.fits and not _in_backoff(snap, w):
             return [self._not_evaluated(snap, w, cq, qr, evicted=True)]
-        return []
+        return []  # in requeue backoff (status.requeueState.requeueAt): KD701's podsready-backoff
 
     # --- findings -------------------------------------------------------------------------------------------
     def _exceeds(
@@ -745,6 +746,10 @@ def _never_fitting(fit: WorkloadFit | None) -> ResourceFit | None:
                 if rf is not None and (best is None or rf.quota.max_capacity > best.quota.max_capacity):
                     best = rf
     return best
+
+
+def _in_backoff(snap: Snapshot, w: WorkloadView) -> bool:
+    return w.requeue_at is not None and w.requeue_at > snap.now
 
 
 def _pods_hint(w: WorkloadView, rf: ResourceFit | None) -> str:
