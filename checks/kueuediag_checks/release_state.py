@@ -35,7 +35,8 @@ from kueuediag.timeutil import human_duration, parse_time_lenient
 
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
-KUEUE_GATES = (ADMISSION_GATE, TOPOLOGY_GATE)
+ELASTIC_GATE = "kueue.x-k8s.io/elastic-job"
+KUEUE_GATES = (ADMISSION_GATE, TOPOLOGY_GATE, ELASTIC_GATE)
 
 SUSPEND_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     # (API group, kind) → path of the boolean Kueue keeps true until admission (kueue-facts §7.2)
