@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -534,6 +535,9 @@ class QueueConfiguration(Check):
             rejected = [
                 c.name for c in w.admission_checks if c.state == "Rejected" or "Previously: Rejected" in c.message
             ]
+            if not rejected:
+                m = re.search(r'in Rejected state: "?([A-Za-z0-9.\-]+)"?', detail)
+                rejected = [m.group(1)] if m else []
             why = f"admission check {', '.join(rejected) or '(see message)'} rejected it"
             fixes.append("Read the admission check's message (and its ProvisioningRequest) and fix the cause.")
         else:
@@ -548,8 +552,8 @@ class QueueConfiguration(Check):
         return [
             self.finding(
                 "deactivated",
-                f"Workload is deactivated (spec.active: false): {reason}",
-                f"Kueue deactivated the Workload{ago} because {why}"
+                f"Workload is deactivated (spec.active: false): {reason} — {why}",
+                f"The Workload was deactivated{ago} because {why}"
                 f"{': ' + detail if detail else ''}. A deactivated Workload is never considered for admission "
                 "until spec.active is set back to true.",
                 evidence=evidence,
