@@ -490,3 +490,28 @@ def test_scenario_is_consistent_with_its_kueue_version(sc: Scenario) -> None:
         for c in p["spec"]["containers"]
     }
     assert images == {f"registry.k8s.io/kueue/kueue:{version}"}, images
+
+
+# --- other teams' workloads in the same snapshots get their own, different verdicts ------------------------------
+
+BYSTANDERS = [
+    # a preempted borrower of research-h100, back in the queue above its nominal quota: it waits for quota; the
+    # serialized-preemption bug slows the *preemptor*, not it, and the violation belongs to nlp-h100
+    ("slow-preemption", "pod/research-dpo-sweep-08-0", "team-research", "waiting-for-quota", Layer.KUEUE),
+    # the head that issued the preemption of the zombie's group
+    ("stuck-preemption-target", "job/t5-xxl-sft-bs512", "team-nlp", "stuck-preemption-target", Layer.KUEUE),
+    # the borrower itself is admitted and running
+    ("fair-sharing-anomaly", "job/mmlu-pro-sweep-01", "team-eval", "not-pending", Layer.NONE),
+    ("fragmentation-no-tas", "job/llama3-70b-sft-tulu3", "team-nlp", "not-pending", Layer.NONE),
+    ("guarantee-violation", "job/af3-inference-batch-10", "team-bio", "not-pending", Layer.NONE),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "namespace", "cause", "layer"), BYSTANDERS, ids=[f"{b[0]}:{b[1]}" for b in BYSTANDERS]
+)
+def test_bystander_verdicts(name: str, target: str, namespace: str, cause: str, layer: Layer) -> None:
+    v = verdict_for(str(SCENARIOS / name), target, namespace)
+    assert (v.cause, v.layer) == (cause, layer), describe(v)
+    if not any(r.finding.cause == "guarantee-violation" and r.finding.about_target for r in v.findings):
+        assert "explains the guarantee violation" not in v.headline, v.headline
