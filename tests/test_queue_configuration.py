@@ -399,3 +399,43 @@ def test_block_admission_without_condition_is_medium_confidence() -> None:
     ]
     # without blockAdmission nothing holds the workload back
     assert _kd701([admitted, _wl("q", {"cpu": "1"})]) == []
+
+
+def test_deactivated_while_still_holding_quota() -> None:
+    conds = [
+        {
+            "type": "QuotaReserved",
+            "status": "True",
+            "reason": "QuotaReserved",
+            "message": "Quota reserved in ClusterQueue cq",
+            "lastTransitionTime": "2026-11-20T09:00:00Z",
+        },
+        {
+            "type": "Admitted",
+            "status": "True",
+            "reason": "Admitted",
+            "message": "The workload is admitted",
+            "lastTransitionTime": "2026-11-20T09:00:00Z",
+        },
+        {
+            "type": "Evicted",
+            "status": "True",
+            "reason": "Deactivated",
+            "message": "The workload is deactivated",
+            "lastTransitionTime": "2026-11-20T09:59:00Z",
+        },
+    ]
+    objs = [
+        _ns("team"),
+        _rf("default"),
+        _lq("q", "cq"),
+        _cq("cq", selector=None),
+        _wl("q", {"cpu": "1"}, conditions=conds, active=False),
+    ]
+    # the null selector is not reported for an admitted workload; the deactivation is
+    assert _run_kd001(_snap(objs)) == [
+        (
+            "deactivated",
+            "Workload is deactivated (spec.active: false): Deactivated — a user or controller set spec.active: false",
+        )
+    ]

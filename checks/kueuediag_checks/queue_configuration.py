@@ -105,9 +105,13 @@ class QueueConfiguration(Check):
         if target.workload is None:
             return self._not_managed(snapshot, target)
         w = target.workload
-        if w.state != "pending":
+        if w.state == "finished":
             return []
         qr = w.cond("QuotaReserved")
+        if w.state != "pending":
+            # still holding quota while being deactivated (eviction in progress) is worth saying; the rest is
+            # about workloads that never got quota
+            return self._deactivated(snapshot, w, qr)
         pm = parse_pending_message(qr.message) if qr is not None and qr.false and qr.message else None
         findings: list[Finding] = []
         findings += self._deactivated(snapshot, w, qr)
