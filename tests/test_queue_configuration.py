@@ -439,3 +439,18 @@ def test_deactivated_while_still_holding_quota() -> None:
             "Workload is deactivated (spec.active: false): Deactivated — a user or controller set spec.active: false",
         )
     ]
+
+
+def test_reactivated_workload_is_not_reported_as_rejected() -> None:
+    wl = _wl("q", {"cpu": "1"})
+    wl["status"]["admissionChecks"] = [
+        {
+            "name": "prov",
+            "state": "Pending",
+            "message": "Reset to Pending after eviction. Previously: Rejected",
+            "lastTransitionTime": "2026-11-20T09:02:00Z",
+        }
+    ]
+    assert _kd701([wl]) == []
+    wl["spec"]["active"] = False
+    assert [c for c, _, _ in _kd701([wl])] == ["admission-check-rejected"]

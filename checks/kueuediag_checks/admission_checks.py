@@ -244,10 +244,13 @@ class AdmissionChecks(Check):
 
     def _rejected_names(self, snap: Snapshot, w: WorkloadView) -> dict[str, str]:
         """check name → the message that says it rejected the workload."""
-        out: dict[str, str] = {}
+        out: dict[str, str] = {c.name: c.message for c in w.admission_checks if c.state == "Rejected"}
+        if w.active:
+            # reactivated since: old "Previously: Rejected" messages and events are history, not the cause
+            return out
         for c in w.admission_checks:
-            if c.state == "Rejected" or "Previously: Rejected" in c.message:
-                out[c.name] = c.message
+            if "Previously: Rejected" in c.message:
+                out.setdefault(c.name, c.message)
         texts = [
             x.message
             for x in (w.cond("Evicted"), w.cond("DeactivationTarget"))
