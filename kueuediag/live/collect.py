@@ -171,22 +171,22 @@ class Collector:
                  api_version="scheduling.k8s.io/v1")
 
     def namespace_objects(self, ns: str) -> None:
-        self.attempt(f"namespace {ns} (get)", "get namespaces",
+        self.attempt("namespaces (get)", f"get namespaces ({ns})",
                      lambda: self.add([_with_kind(self.client.get(resource_path("", "v1", "namespaces", None, ns)),
                                                   "Namespace", "v1")]))
         lq = self.kueue_path("LocalQueue", ns)
         if lq:
-            self.lst(f"localqueues in {ns} (list)", f"list localqueues.kueue.x-k8s.io in {ns}", lq,
+            self.lst("localqueues (list)", f"list localqueues.kueue.x-k8s.io in namespace {ns}", lq,
                      kind="LocalQueue", api_version=self.api_version())
         wl = self.kueue_path("Workload", ns)
         if wl:
-            self.lst(f"workloads in {ns} (list)", f"list workloads.kueue.x-k8s.io in {ns}", wl,
+            self.lst("workloads (list)", f"list workloads.kueue.x-k8s.io in namespace {ns}", wl,
                      kind="Workload", api_version=self.api_version())
-        self.lst(f"jobs in {ns} (list)", f"list jobs.batch in {ns}",
+        self.lst("jobs (list)", f"list jobs.batch in namespace {ns}",
                  resource_path("batch", "v1", "jobs", ns), kind="Job", api_version="batch/v1")
-        self.lst(f"pods in {ns} (list)", f"list pods in {ns}", resource_path("", "v1", "pods", ns),
+        self.lst("pods (list)", f"list pods in namespace {ns}", resource_path("", "v1", "pods", ns),
                  kind="Pod", api_version="v1")
-        self.lst(f"events in {ns} (list)", f"list events in {ns}", resource_path("", "v1", "events", ns),
+        self.lst("events (list)", f"list events in namespace {ns}", resource_path("", "v1", "events", ns),
                  kind="Event", api_version="v1")
 
     def workload_owners(self, namespaces: set[str] | None = None) -> None:
@@ -206,16 +206,16 @@ class Collector:
         for (api, kind), refs in sorted(wanted.items()):
             group, _, version = api.rpartition("/")
             if api not in plurals:
-                found = self.attempt(f"{kind} owners (discovery)", f"get /apis/{api}",
-                                     partial(self.client.resources, group, version))
+                found = self.attempt(f"job owners ({kind} discovery)", f"get /apis/{api}",
+                                     partial(self.client.resources, group, version), soft=True)
                 plurals[api] = found or {}
             res = plurals[api].get(kind)
             if not res:
                 continue
             for ns, name in refs[:50]:
                 path = resource_path(group, version, str(res["name"]), ns, name)
-                self.attempt(f"{kind} {ns}/{name} (get)", f"get {res['name']}.{group or 'core'}",
-                             partial(self._get_add, path, kind, api))
+                self.attempt(f"owner {kind} {ns}/{name} (get)", f"get {res['name']}.{group or 'core'}",
+                             partial(self._get_add, path, kind, api), soft=True)
 
     def cluster_workloads(self, cq_names: set[str], namespaces_done: set[str]) -> None:
         """Workloads (and LocalQueues) of the given ClusterQueues across all namespaces: one paginated LIST."""
@@ -297,28 +297,23 @@ class Collector:
         api = f"{VISIBILITY_GROUP}/{version}"
         for cq in sorted(set(cluster_queues))[:MAX_VISIBILITY_QUEUES]:
             path = f"/apis/{api}/clusterqueues/{cq}/pendingworkloads"
-            doc = self.attempt(f"{what}: ClusterQueue {cq}", f"get clusterqueues/pendingworkloads ({cq})",
+            doc = self.attempt(what, f"get clusterqueues/pendingworkloads (cluster queue {cq})",
                                partial(self.client.get, path, [("limit", "1000")]))
             if doc is not None:
                 self.add([_summary(doc, api, cq, None, "ClusterQueue")])
         for ns, lq in sorted(set(local_queues))[:MAX_VISIBILITY_QUEUES]:
             path = f"/apis/{api}/namespaces/{ns}/localqueues/{lq}/pendingworkloads"
-            doc = self.attempt(f"{what}: LocalQueue {ns}/{lq}",
-                               f"get localqueues/pendingworkloads in {ns}",
+            doc = self.attempt(what, f"get localqueues/pendingworkloads in {ns} (local queue {lq})",
                                partial(self.client.get, path, [("limit", "1000")]))
             if doc is not None:
                 self.add([_summary(doc, api, lq, ns, "LocalQueue")])
-        # Rewrite errors so that a forbidden visibility call never names a snapshot part.
-        for e in self.errors:
-            if e["what"].startswith(what):
-                e["what"] = e["what"].replace("ClusterQueue", "queue").replace("LocalQueue", "queue")
 
     def controller(self) -> None:
         ns = self.options.kueue_namespace
         self.options.say(f"reading the Kueue controller in {ns}")
-        pods = self.lst(f"controller status (list in {ns})", f"list pods and deployments in {ns}",
+        pods = self.lst("controller status (list)", f"list pods and deployments in {ns}",
                         resource_path("", "v1", "pods", ns), kind="Pod", api_version="v1")
-        self.lst(f"controller status (list in {ns})", f"list pods and deployments in {ns}",
+        self.lst("controller status (list)", f"list pods and deployments in {ns}",
                  resource_path("apps", "v1", "deployments", ns), kind="Deployment", api_version="apps/v1")
         for dep in self.of_kind("Deployment"):
             for c in ((((dep.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or ()):
@@ -344,7 +339,7 @@ class Collector:
                 continue
             path = resource_path("", "v1", "pods", ns, pname) + "/log"
             q = [("container", container), ("sinceSeconds", str(since))]
-            text = self.attempt(f"Kueue manager logs ({ns}/{pname})", f"get pods/log in {ns}",
+            text = self.attempt("Kueue manager logs", f"get pods/log in {ns} ({pname})",
                                 partial(self.client.get_text, path, q, limit_bytes=MAX_LOG_BYTES))
             if text is not None:
                 self.logs[f"logs/{ns}/{pname}/{container}.log"] = text
@@ -449,11 +444,11 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
                       api_version=c.api_version())
         managed = sorted({str((q.get("metadata") or {}).get("namespace")) for q in c.of_kind("LocalQueue")})
         for ns in managed:
-            c.lst(f"jobs in {ns} (list)", f"list jobs.batch in {ns}",
+            c.lst("jobs (list)", f"list jobs.batch in namespace {ns}",
                   resource_path("batch", "v1", "jobs", ns), kind="Job", api_version="batch/v1")
-            c.lst(f"pods in {ns} (list)", f"list pods in {ns}", resource_path("", "v1", "pods", ns),
+            c.lst("pods (list)", f"list pods in namespace {ns}", resource_path("", "v1", "pods", ns),
                   kind="Pod", api_version="v1")
-            c.lst(f"events in {ns} (list)", f"list events in {ns}", resource_path("", "v1", "events", ns),
+            c.lst("events (list)", f"list events in namespace {ns}", resource_path("", "v1", "events", ns),
                   kind="Event", api_version="v1")
         c.workload_owners()
     else:

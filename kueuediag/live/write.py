@@ -106,6 +106,8 @@ def write_snapshot(raw: RawSnapshot, path: str | os.PathLike[str]) -> Path:
 def _write_tar(p: Path, files: dict[str, bytes]) -> None:
     top = p.name[:-7] if p.name.lower().endswith(".tar.gz") else p.name[:-4]
     top = _safe(top) or "snapshot"
+    if top in ("objects", "metrics", "logs"):  # the reader would take these for the snapshot's own folders
+        top = f"snapshot-{top}"
     now = int(time.time())
     tmp = p.with_name(p.name + ".partial")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -125,7 +125,7 @@ def test_researcher_with_namespace_read_only(api_server: ServerFactory, tmp_path
     errors = dict(snap.manifest.errors)
     assert errors["clusterqueues (list)"] == "forbidden: need list clusterqueues.kueue.x-k8s.io"
     assert errors["nodes (list)"] == "forbidden: need list nodes"
-    assert errors["controller status (list in kueue-system)"] == \
+    assert errors["controller status (list)"] == \
         "forbidden: need list pods and deployments in kueue-system"
     assert "cohort-wide usage (all namespaces)" in errors
     # namespace data still there: the Workload, its Job, the LocalQueue and the LocalQueue's positions
