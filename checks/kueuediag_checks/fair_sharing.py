@@ -19,6 +19,7 @@ from kueuediag.analysis.fair_sharing import (
     fmt_fraction,
     kueue_version,
     share_rounding,
+    version_floor,
 )
 from kueuediag.analysis.signatures import fixed_version_for
 from kueuediag.check import Check, ev
@@ -101,6 +102,8 @@ class FairSharing(Check):
             return []
         version = kueue_version(snapshot)
         rounding = share_rounding(version.parsed)
+        if rounding is ShareRounding.UNKNOWN and version_floor(snapshot):
+            rounding = share_rounding(version_floor(snapshot))
         anomalies: dict[str, list[_Anomaly]] = {}
         for key, node in sorted(reported.items()):
             found = self._anomaly(tree, key, node.reported or 0, rounding)
@@ -185,7 +188,9 @@ class FairSharing(Check):
                 f"{a.drs.weight.normalize()}, precise share {fmt_fraction(a.drs.weighted_share)}",
                 kind=k, name=n, field="status.fairSharing.weightedShare",
                 expected=str(a.precise if a.zero_while_borrowing else a.expected)))
-        evidence.append(ev("manifest", f"Kueue {vtext} ({version.source}); weightedShare arithmetic: "
+        floor = version_floor(snap) if version.parsed is None else None
+        source = version.source + (f"; serves kueue.x-k8s.io/v1beta2, so >= {floor}" if floor else "")
+        evidence.append(ev("manifest", f"Kueue {vtext} ({source}); weightedShare arithmetic: "
                            f"{rounding.value}", field="kueue version",
                            expected=f">= {fixed_version_for(version.parsed, PRECISION_FIX)}"
                            if version.parsed is not None else None))
@@ -246,7 +251,8 @@ class FairSharing(Check):
                 parts.append("The Kueue version is not in the snapshot; a 0 for a borrowing queue is the "
                              "signature of the rounding bug of Kueue <= v0.13.2 (issue #6577).")
             else:
-                parts.append(f"Kueue {version.version} already has the rounding fix, so this is not the known "
+                which = version.version or f"(serving v1beta2, so >= {version_floor(snap)})"
+                parts.append(f"Kueue {which} already has the rounding fix, so this is not the known "
                              "bug: the status may have been captured mid-update; re-collect to confirm.")
         else:
             parts.append(

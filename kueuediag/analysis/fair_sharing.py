@@ -418,6 +418,14 @@ def kueue_version(snap: Snapshot) -> KueueVersion:
     return snap.memo("kueue-version", find)
 
 
+def version_floor(snap: Snapshot) -> str | None:
+    """A lower bound on the Kueue version from the served API: kueue.x-k8s.io/v1beta2 exists since v0.15.0."""
+    for kind in ("ClusterQueue", "Cohort", "Workload", "LocalQueue", "ResourceFlavor"):
+        if any(str(o.get("apiVersion", "")).endswith("kueue.x-k8s.io/v1beta2") for o in snap.of_kind(kind)):
+            return "v0.15.0"
+    return None
+
+
 # --- is fair sharing enabled? ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
