@@ -454,3 +454,28 @@ def test_reactivated_workload_is_not_reported_as_rejected() -> None:
     assert _kd701([wl]) == []
     wl["spec"]["active"] = False
     assert [c for c, _, _ in _kd701([wl])] == ["admission-check-rejected"]
+
+
+def test_unsatisfied_checks_without_check_states_names_the_cluster_queue_checks() -> None:
+    conds = [
+        {
+            "type": "QuotaReserved",
+            "status": "True",
+            "reason": "QuotaReserved",
+            "message": "Quota reserved in ClusterQueue cq",
+            "lastTransitionTime": "2026-11-20T09:00:00Z",
+        },
+        {
+            "type": "Admitted",
+            "status": "False",
+            "reason": "UnsatisfiedChecks",
+            "message": "The workload has not all checks ready",
+            "lastTransitionTime": "2026-11-20T09:00:00Z",
+        },
+    ]
+    wl = _wl("q", {"cpu": "1"}, conditions=conds)
+    wl["status"]["admission"] = {"clusterQueue": "cq", "podSetAssignments": []}
+    cq = _cq("cq", selector={}, admissionChecksStrategy={"admissionChecks": [{"name": "prov"}]})
+    assert _kd701([cq, wl]) == [
+        ("admission-check-pending", "holds quota, waiting for admission check(s) prov", "medium")
+    ]

@@ -240,6 +240,45 @@ class AdmissionChecks(Check):
                 out.append(self._pending(snap, w, c, retry_backoff))
         for name in rejected:
             out.append(self._rejected(snap, w, name, rejected[name]))
+        admitted = w.cond("Admitted")
+        if (
+            not w.admission_checks
+            and w.state == "quota-reserved"
+            and admitted is not None
+            and admitted.reason in ("UnsatisfiedChecks", "UnsatisfiedAdmissionChecks")
+        ):
+            cq = kueue_index(snap).cluster_queues.get(w.admission_cq or "")
+            names = [n for n, _ in cq.admission_checks] if cq is not None else []
+            shown = ", ".join(names) or "(unknown)"
+            out.append(
+                self.finding(
+                    "admission-check-pending",
+                    f"holds quota, waiting for admission check(s) {shown}",
+                    f"The workload holds quota in ClusterQueue {w.admission_cq} but is not admitted "
+                    f"(`{admitted.message}`), and its status lists no admission check state yet: the check "
+                    f"controller(s) for {shown} have not written one.",
+                    confidence=Confidence.MEDIUM,
+                    evidence=[_cond_ev(w, admitted)]
+                    + (
+                        [
+                            ev(
+                                "object",
+                                f"admission checks: {shown}",
+                                kind="ClusterQueue",
+                                name=cq.name,
+                                field="spec.admissionChecksStrategy.admissionChecks",
+                            )
+                        ]
+                        if cq is not None
+                        else []
+                    ),
+                    remediation=[
+                        f"Check the controllers of AdmissionCheck(s) {shown} (`kubectl get admissionchecks`, "
+                        "their Active condition and the controller logs)."
+                    ],
+                    data={"check": shown, "state": "", "seconds": None},
+                )
+            )
         return out
 
     def _rejected_names(self, snap: Snapshot, w: WorkloadView) -> dict[str, str]:
