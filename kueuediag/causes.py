@@ -196,12 +196,15 @@ CAUSES: tuple[Cause, ...] = (
     Cause("not-pending", Layer.NONE, Tier.NONE, "The workload is not pending",
           "The workload is admitted and running, or finished.",
           "Nothing to do for Kueue; if pods misbehave, look at the pods themselves."),
-    Cause("pods-not-starting", _N, Tier.ROOT, "Pods are placed but their containers cannot start",
-          "Kueue admitted the workload and kube-scheduler bound its pods, but the kubelet cannot start them "
-          "(ErrImagePull / ImagePullBackOff: wrong image name or tag, missing pull secret or registry "
-          "permission). With waitForPodsReady the workload is evicted and requeued after the timeout.",
-          "Fix the image reference or pull credentials (imagePullSecrets, node service account access to the "
-          "registry); `kubectl describe pod <pod>` shows the kubelet's exact error."),
+    Cause("pods-not-starting", _N, Tier.ROOT, "Kueue released the workload, but its pods do not start",
+          "Kueue admitted and released the workload, but its pods never run: the job controller cannot create "
+          "them (FailedCreate: ResourceQuota exceeded, admission webhook or PodSecurity rejection), or the kubelet "
+          "cannot start their containers (ErrImagePull / ImagePullBackOff, CreateContainerConfigError for a "
+          "missing Secret or ConfigMap). The quota stays taken; with waitForPodsReady the workload is evicted and "
+          "requeued after the timeout.",
+          "Read the job's FailedCreate event or the pod's container status (`kubectl describe job|pod ...`) and "
+          "fix what it names: the namespace ResourceQuota, the image reference or pull credentials, the missing "
+          "Secret/ConfigMap."),
 )
 
 BY_SLUG: dict[str, Cause] = {c.slug: c for c in CAUSES}

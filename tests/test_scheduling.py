@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kueuediag.analysis.scheduling import image_pull_failures, parse_failed_scheduling, pod_scheduling
+from kueuediag.analysis.scheduling import (
+    container_start_failures,
+    image_pull_failures,
+    parse_failed_scheduling,
+    pod_scheduling,
+)
 from kueuediag.snapshot.k8s import pod_view
 from kueuediag.snapshot.kueue import pods
 from kueuediag.snapshot.model import load_snapshot
@@ -87,3 +92,14 @@ def test_image_pull_failures_from_container_statuses() -> None:
     fails = image_pull_failures(p)
     assert [(f.container, f.reason) for f in fails] == [("init", "ErrImagePull"), ("b", "ImagePullBackOff")]
     assert fails[1].message == 'Back-off pulling image "y:2"'
+
+
+def test_container_start_failures_include_config_errors() -> None:
+    p = pod_view({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                  "spec": {"nodeName": "n", "containers": [{"name": "a"}]},
+                  "status": {"phase": "Pending", "containerStatuses": [
+                      {"name": "a", "image": "x:1", "state": {"waiting": {
+                          "reason": "CreateContainerConfigError", "message": 'secret "hf-token" not found'}}}]}})
+    assert [(f.reason, f.message) for f in container_start_failures(p)] == [
+        ("CreateContainerConfigError", 'secret "hf-token" not found')]
+    assert image_pull_failures(p) == []

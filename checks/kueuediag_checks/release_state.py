@@ -18,10 +18,11 @@ from kueuediag.analysis.capacity import (
     topology_assignment,
 )
 from kueuediag.analysis.scheduling import (
+    IMAGE_PULL_REASONS,
     ImagePullFailure,
     PodScheduling,
     SchedulingFailure,
-    image_pull_failures,
+    container_start_failures,
     pod_scheduling,
 )
 from kueuediag.check import Check, ev
@@ -92,7 +93,9 @@ class ReleaseState(Check):
         kube-scheduler cannot place (`PodScheduled=False` reason `Unschedulable` and `FailedScheduling` events,
         parsed into per-reason node counts), split into `fragmentation` when enough room is free in total but
         no node has a hole of the pod's shape, and `kube-unschedulable` otherwise (taints, affinity, unbound
-        PersistentVolumeClaims, full nodes); and bound pods whose images cannot be pulled → `pods-not-starting`.
+        PersistentVolumeClaims, full nodes); bound pods whose containers cannot start (image pulls,
+        CreateContainerConfigError) and released jobs whose controller cannot create pods (FailedCreate, e.g. a
+        namespace ResourceQuota) → `pods-not-starting`.
         A pending (not admitted) workload whose pods are gated or whose job is suspended is normal: clear.
 
     Why the workload stays pending:
@@ -103,13 +106,15 @@ class ReleaseState(Check):
     Evidence:
         The Workload's `Admitted` condition and its age, the pod's `spec.schedulingGates` or the job's suspend
         field, the pod's `PodScheduled` condition and newest `FailedScheduling` event, per-node free room for
-        the fragmentation split, container `waiting` reasons for image pulls.
+        the fragmentation split, container `waiting` reasons, the job's `FailedCreate` events and the
+        ResourceQuota they name.
 
     How to fix:
         gate-not-removed: read the Kueue controller logs for the job (`Job admitted, unsuspending`), check its
         webhooks and restart the controller if it is stuck. kube-unschedulable: fix the constraint the
         scheduler names (flavor `tolerations` for an untolerated taint, nodeSelector/nodeLabels, the PVC's
-        StorageClass). fragmentation: see KD201. pods-not-starting: fix the image or pull credentials.
+        StorageClass). fragmentation: see KD201. pods-not-starting: fix the image or pull credentials, the
+        missing Secret/ConfigMap, or the namespace ResourceQuota.
 
     Example:
         `pod whisper-batch-0-x2k8r unschedulable for 12m: 3 node(s) had untolerated taint
@@ -147,10 +152,14 @@ class ReleaseState(Check):
         scheds = [s for s in (pod_scheduling(snapshot, p) for p in pending) if s.failure is not None]
         if scheds:
             findings.append(self._unschedulable(snapshot, w, scheds, len(pending)))
-        pulls = [(p, image_pull_failures(p)) for p in pods if p.node]
+        pulls = [(p, container_start_failures(p)) for p in pods if p.node]
         pulls = [(p, f) for p, f in pulls if f]
         if pulls:
             findings.append(self._image_pull(snapshot, w, pulls))
+        if not pods and owner is not None and (age is None or age >= float(self.opts["grace_seconds"])):
+            created = self._not_created(snapshot, w, owner, age)
+            if created is not None:
+                findings.append(created)
         return findings
 
     # --- not released ----------------------------------------------------------------------------------------
@@ -342,7 +351,9 @@ class ReleaseState(Check):
         started = _pod_time(pod)
         age = snap.age_seconds(started)
         for_ = f" for {human_duration(age)}" if age is not None else ""
-        title = f"pod {pod.name} cannot pull image {f.image}: {f.reason}{for_}"
+        pulling = f.reason in IMAGE_PULL_REASONS
+        title = (f"pod {pod.name} cannot pull image {f.image}: {f.reason}{for_}" if pulling
+                 else f"pod {pod.name} container {f.container} cannot start: {f.reason}{for_}")
         if len(pulls) > 1:
             title += f" ({len(pulls)} pods)"
         evidence = [ev("object", f"{f.reason}: {f.message}".rstrip(": "), kind="Pod", name=pod.name,
@@ -351,16 +362,60 @@ class ReleaseState(Check):
         if failed:
             evidence.append(ev("event", failed[-1].message, kind="Pod", name=pod.name, namespace=pod.namespace,
                                field="Failed"))
+        what = (f"cannot pull image {f.image} for container {f.container}" if pulling
+                else f"cannot start container {f.container}: {f.message or f.reason}")
         message = (f"Kueue admitted and released the workload and kube-scheduler bound pod {pod.name} to node "
-                   f"{pod.node}, but the kubelet cannot pull image {f.image} for container {f.container} "
-                   f"({f.reason}). The quota stays taken while the pod waits; with waitForPodsReady Kueue evicts "
-                   "and requeues the workload after the timeout.")
-        remediation = [f"`kubectl -n {pod.namespace} describe pod {pod.name}` shows the registry's error; fix the "
-                       "image name/tag or the pull credentials (imagePullSecrets, node service account access to the "
-                       "registry), then recreate the job."]
+                   f"{pod.node}, but the kubelet {what} ({f.reason}). The quota stays taken while the pod waits; "
+                   "with waitForPodsReady Kueue evicts and requeues the workload after the timeout.")
+        if pulling:
+            remediation = [f"`kubectl -n {pod.namespace} describe pod {pod.name}` shows the registry's error; fix the "
+                           "image name/tag or the pull credentials (imagePullSecrets, node service account access "
+                           "to the registry), then recreate the job."]
+        else:
+            remediation = [f"`kubectl -n {pod.namespace} describe pod {pod.name}`: create the Secret/ConfigMap the "
+                           "container references or fix the container's configuration."]
         return self.finding("pods-not-starting", title, message, evidence=evidence, remediation=remediation,
                             data={"pod": pod.name, "image": f.image, "reason": f.reason,
                                   "pods": [p.name for p, _ in pulls]})
+
+    def _not_created(self, snap: Snapshot, w: WorkloadView, owner: dict[str, Any],
+                     age: float | None) -> Finding | None:
+        """Released job without pods: the job controller's FailedCreate events say why."""
+        m = meta(owner)
+        kind = str(owner.get("kind", "?"))
+        if suspend_field(owner) is None:
+            return None
+        failed = [e for e in events_for(snap, kind, m.get("namespace"), m.get("name", ""))
+                  if e.reason == "FailedCreate"]
+        if not failed:
+            return None
+        last = failed[-1]
+        when = f" {human_duration(age)} ago" if age is not None else ""
+        short = last.message.split(": ", 1)[-1] if last.message.startswith("Error creating") else last.message
+        title = f"admitted{when} and released, but {kind} {m.get('name')} cannot create its pods: {short}"
+        message = (f"Kueue admitted the Workload{when} and unsuspended {kind} {m.get('name')}, but its controller "
+                   f"fails to create pods ({sum(e.count for e in failed)} FailedCreate event(s)): {last.message}. "
+                   "Kueue's quota is taken while nothing runs.")
+        evidence = [ev("event", last.message, kind=kind, name=m.get("name"), namespace=m.get("namespace"),
+                       field="FailedCreate"),
+                    ev("condition", "Admitted=True", kind="Workload", name=w.name, namespace=w.namespace,
+                       field="status.conditions[type=Admitted]")]
+        fix = "Fix what the FailedCreate event names (`kubectl describe " + f"{kind.lower()} {m.get('name')}`)"
+        if "exceeded quota" in last.message:
+            quota = last.message.split("exceeded quota: ", 1)[-1].split(",", 1)[0]
+            rq = snap.get("ResourceQuota", quota, m.get("namespace"))
+            if rq is not None:
+                st = rq.get("status") or {}
+                hard, used = st.get("hard") or {}, st.get("used") or {}
+                observed = ", ".join(f"{r}: used {used.get(r, '?')} of {q}" for r, q in sorted(hard.items()))
+                evidence.append(ev("object", observed or "no status", kind="ResourceQuota", name=quota,
+                                   namespace=m.get("namespace"), field="status.used"))
+            fix = (f"The namespace ResourceQuota {quota} is smaller than what Kueue admits into it: raise it "
+                   f"(`kubectl -n {m.get('namespace')} describe resourcequota {quota}`) or align the ClusterQueue's "
+                   "nominal quota with it")
+        count = sum(e.count for e in failed)
+        return self.finding("pods-not-starting", title, message, evidence=evidence, remediation=[fix + "."],
+                            data={"owner": f"{kind}/{m.get('name')}", "failed_create_events": count})
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------

@@ -152,25 +152,35 @@ def parse_failed_scheduling(message: str) -> SchedulingFailure | None:
 
 @dataclass(frozen=True)
 class ImagePullFailure:
+    """A container waiting on a start failure (the name is historical: not only image pulls)."""
+
     container: str
     image: str
     reason: str
-    """ErrImagePull | ImagePullBackOff | InvalidImageName | ErrImageNeverPull"""
+    """ErrImagePull | ImagePullBackOff | InvalidImageName | ErrImageNeverPull | CreateContainerConfigError |
+    CreateContainerError | RunContainerError"""
     message: str
 
 
 IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+START_FAILURE_REASONS = IMAGE_PULL_REASONS + ("CreateContainerConfigError", "CreateContainerError",
+                                              "RunContainerError")
 
 
 def image_pull_failures(pod: PodView) -> list[ImagePullFailure]:
     """Containers (init and app) waiting on an image pull failure."""
+    return [f for f in container_start_failures(pod) if f.reason in IMAGE_PULL_REASONS]
+
+
+def container_start_failures(pod: PodView) -> list[ImagePullFailure]:
+    """Containers (init and app) that cannot start: image pulls, missing Secret/ConfigMap, runtime errors."""
     status = pod.obj.get("status") or {}
     out = []
     for key in ("initContainerStatuses", "containerStatuses"):
         for cs in status.get(key) or ():
             waiting = ((cs or {}).get("state") or {}).get("waiting") or {}
             reason = waiting.get("reason") or ""
-            if reason in IMAGE_PULL_REASONS:
+            if reason in START_FAILURE_REASONS:
                 out.append(ImagePullFailure(container=cs.get("name", "?"), image=cs.get("image", "?"),
                                             reason=reason, message=waiting.get("message") or ""))
     return out
