@@ -13,6 +13,7 @@ from kueuediag.analysis.guarantees import (
     pending_requests,
     pending_workloads_history,
     quota_table,
+    resource_pending_history,
 )
 from kueuediag.analysis.quota import cq_quotas, quota_tree
 from kueuediag.check import Check, ev
@@ -292,12 +293,12 @@ class GuaranteeViolation(Check):
         if hist is not None:
             seconds, selector = hist
             out.append(ev("metric", f"{selector} > 0 for {human_duration(seconds)}", field=selector))
-        for resource in sorted({r for _, r in v.fit.requests()}):
-            series = store.select("kueue_cluster_queue_resource_pending", cluster_queue=cq, resource=resource)
-            latest = series[0].latest() if series else None
-            if latest is not None:
-                sel = series[0].selector()
-                out.append(ev("metric", f"{sel} = {latest[1]:g}", field=sel))
+        for (_, resource), need in sorted(v.fit.requests().items()):
+            found = resource_pending_history(store, cq, resource, need, snap.now)
+            if found is not None:
+                seconds, latest, sel = found
+                out.append(ev("metric", f"{sel} = {latest:g}, at least the request "
+                              f"({format_quantity(need, resource)}) for {human_duration(seconds)}", field=sel))
         for selector in v.metric_selectors[:2]:
             out.append(ev("metric", "history used to date the start of the violation", field=selector))
         return out

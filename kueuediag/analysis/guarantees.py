@@ -405,5 +405,25 @@ def pending_workloads_history(store: MetricStore, cq: str, now: datetime) -> tup
     return now.timestamp() - start, f'kueue_pending_workloads{{cluster_queue="{cq}"}}'
 
 
+def resource_pending_history(store: MetricStore, cq: str, resource: str, need: Decimal,
+                             now: datetime) -> tuple[float, float, str] | None:
+    """(seconds, latest value, selector): how long `kueue_cluster_queue_resource_pending{cluster_queue, resource}`
+    (Kueue >= v0.18, enableClusterQueueResources) has stayed >= `need` without a break up to the newest
+    sample; None without the metric."""
+    series = store.select("kueue_cluster_queue_resource_pending", cluster_queue=cq, resource=resource)
+    if not series or series[0].latest() is None:
+        return None
+    s = series[0]
+    latest = s.latest()
+    assert latest is not None
+    start: float | None = None
+    for t, v in reversed([p for p in s.points if p[0] <= now.timestamp()]):
+        if Decimal(repr(v)) >= need:
+            start = t
+        else:
+            break
+    return (0.0 if start is None else now.timestamp() - start), latest[1], s.selector()
+
+
 def _iso(t: datetime | None) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if t else "?"
