@@ -9,6 +9,7 @@ from kueuediag.analysis.signatures import (
     KNOWN_BY_ID,
     KNOWN_ISSUES,
     SIGNATURES,
+    TEXT_HINTS,
     Signature,
     cause_for_reason,
     fixed_version_for,
@@ -132,6 +133,23 @@ def test_signatures_name_catalog_causes_and_are_unique() -> None:
 def test_signature_matches(line: str, sig_id: str) -> None:
     parsed = parse_log_line("f", 1, line)
     assert BY_ID[sig_id].matches(parsed)
+    assert sig_id in {h.signature.id for h in scan([parsed])}  # through the substring pre-filter too
+
+
+def test_text_hints_cover_every_text_alternative() -> None:
+    import re
+
+    for sig in SIGNATURES:
+        if sig.text is None:
+            continue
+        for alt in re.split(r"\|(?![^(]*\))", sig.text):
+            plain = alt.replace("\\", "")
+            assert any(h in plain for h in TEXT_HINTS), f"{sig.id}: no hint covers {alt!r}"
+
+
+def test_scan_ignores_unrelated_lines() -> None:
+    quiet = parse_log_text("f", '{"level":"info","msg":"Reconcile LocalQueue"}\nplain words')
+    assert scan(quiet) == []
 
 
 def test_requeue_loops_split_by_reason_and_threshold() -> None:

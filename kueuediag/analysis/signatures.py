@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import total_ordering
 
 from kueuediag.models import Severity
@@ -160,23 +160,29 @@ class Signature:
     """a V(3)+ why-line whose absence at level 2 is what `logging-insufficient` reports"""
     upstream: str = ""
     """issue/PR references for the reader"""
+    _compiled: tuple[re.Pattern[str] | None, tuple[tuple[str, re.Pattern[str]], ...], re.Pattern[str] | None] = \
+        field(init=False, repr=False, compare=False, hash=False, default=(None, (), None))
 
     def __post_init__(self) -> None:
         if self.msg is None and self.text is None and not self.fields:
             raise ValueError(f"signature {self.id}: no pattern")
-        # compile once (cached by re) so a typo fails at import time
-        for pattern in (self.msg, self.text, *(p for _, p in self.fields)):
-            if pattern is not None:
-                re.compile(pattern)
+        # compile once, so a typo fails at import time and matching does not go through re's cache
+        compiled = (
+            re.compile(self.msg) if self.msg is not None else None,
+            tuple((k, re.compile(p)) for k, p in self.fields),
+            re.compile(self.text) if self.text is not None else None,
+        )
+        object.__setattr__(self, "_compiled", compiled)
 
     def matches(self, line: LogLine) -> bool:
-        if self.msg is not None and not re.search(self.msg, line.msg):
+        msg_re, fields, text_re = self._compiled
+        if msg_re is not None and not msg_re.search(line.msg):
             return False
-        for key, pattern in self.fields:
+        for key, pattern in fields:
             value = line.error if key == "error" else line.field_text(key)
-            if not re.search(pattern, value):
+            if not pattern.search(value):
                 return False
-        if self.text is not None and not re.search(self.text, line.raw):
+        if text_re is not None and not text_re.search(line.raw):
             return False
         return True
 
@@ -327,6 +333,15 @@ SIGNATURES: tuple[Signature, ...] = (
 
 BY_ID: dict[str, Signature] = {s.id: s for s in SIGNATURES}
 
+TEXT_HINTS: tuple[str, ...] = (
+    # every alternative of every `text` pattern above contains one of these (a test checks it); `scan` skips
+    # the text patterns of a line that contains none
+    "preemption targets", "webhook", "the object has been modified", "Operation cannot be fulfilled",
+    "could not find the requested resource", "deadline exceeded", "timeout", "Timeout",
+    "unable to return a response", "connection refused", "leader election lost", "renew lease", "resource lock",
+    "stopped leading", "panic",
+)
+
 DECISIVE_MIN_VERBOSITY = min(s.min_verbosity for s in SIGNATURES if s.decisive)
 """Logs below this level cannot contain the decisive why-lines (3)."""
 
@@ -385,7 +400,12 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
     """Match every line against every signature; one hit per (signature, group key), library order."""
     groups: dict[tuple[str, str], list[LogLine]] = defaultdict(list)
     for line in lines:
+        # cheap substring test first: most lines can match no text-pattern signature at all
+        raw = line.raw
+        text_possible = any(h in raw for h in TEXT_HINTS)
         for sig in signatures:
+            if sig.text is not None and not text_possible:
+                continue
             if sig.matches(line):
                 groups[(sig.id, sig.group_key(line))].append(line)
     order = {s.id: i for i, s in enumerate(signatures)}

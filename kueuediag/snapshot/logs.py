@@ -131,8 +131,20 @@ def parse_level(level: str) -> tuple[int | None, str]:
     return None, low or "text"
 
 
+_RFC3339 = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:[Zz]|\+00:?00)$")
+
+
 def parse_ts(value: Any) -> datetime | None:
     """RFC3339(Nano) string or float/int epoch seconds (zap's EpochTimeEncoder)."""
+    if isinstance(value, str):
+        m = _RFC3339.match(value)
+        if m:  # the common UTC case, without the general parser's per-character work
+            try:
+                return datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                                int(m.group(5)), int(m.group(6)), int((m.group(7) or "0")[:6].ljust(6, "0")),
+                                tzinfo=UTC)
+            except ValueError:
+                return None
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
