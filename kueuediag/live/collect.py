@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 
+from kueuediag.errors import ClusterUnavailable
 from kueuediag.live.kube import (
     KUEUE_GROUP,
     VISIBILITY_GROUP,
@@ -69,6 +70,7 @@ class Collector:
         self.metrics: dict[str, str] = {}
         self.logs: dict[str, str] = {}
         self.out_of_time = False
+        self.unreachable: str | None = None
         self.kueue_version_api = "v1beta2"
         self.kueue_resources: dict[str, dict[str, Any]] = {}
         self.kueue_image_version: str | None = None
@@ -103,8 +105,14 @@ class Collector:
         if self.out_of_time:
             report(what, "not collected: --timeout reached")
             return None
+        if self.unreachable:
+            report(what, "not collected: the Kubernetes API stopped answering")
+            return None
         try:
             return fn()
+        except ClusterUnavailable as exc:  # the API went away mid-way: keep what we have
+            self.unreachable = str(exc)
+            report(what, f"not collected: {exc}")
         except Forbidden:
             report(what, f"forbidden: need {need}")
         except NotFound as exc:
@@ -135,7 +143,15 @@ class Collector:
     # --- discovery -------------------------------------------------------------------------------------
     def discover(self) -> None:
         self.options.say("discovering the Kueue API")
-        self.kueue_version_api = self.client.kueue_version()
+        try:
+            self.kueue_version_api = self.client.kueue_version()
+        except DeadlineExceeded:
+            raise ClusterUnavailable("--timeout reached before the Kueue API could be discovered") from None
+        except Forbidden:
+            raise ClusterUnavailable("forbidden: cannot read the API discovery document /apis/kueue.x-k8s.io "
+                                     "(your credentials need at least discovery access)") from None
+        except KubeError as exc:
+            raise ClusterUnavailable(f"Kueue API discovery failed: {exc}") from None
         resources = self.attempt("Kueue API discovery", "get /apis/kueue.x-k8s.io",
                                  lambda: self.client.resources(KUEUE_GROUP, self.kueue_version_api))
         self.kueue_resources = resources or {k: {"name": p} for k, p in KUEUE_PLURALS.items()}
@@ -524,13 +540,15 @@ def _target_workloads(c: Collector, target: str, ns: str) -> list[dict[str, Any]
 def _fetch_missing_cluster_queues(c: Collector, cqs: set[str]) -> None:
     """When the ClusterQueue LIST was forbidden, a GET of the one ClusterQueue may still be allowed."""
     have = {n for (k, _, n) in c.objects if k == "ClusterQueue"}
+    if c.unreachable or c.out_of_time:
+        return
     for cq in sorted(cqs - have):
         path = c.kueue_path("ClusterQueue", None, cq)
         if path is None:
             continue
         try:
             c.add([_with_kind(c.client.get(path), "ClusterQueue", c.api_version())])
-        except (KubeError, DeadlineExceeded):
+        except (KubeError, DeadlineExceeded, ClusterUnavailable):
             continue
         # The GET worked: the target's ClusterQueue is visible, so the part is usable.
         c.errors = [e for e in c.errors if e["what"] != "clusterqueues (list)"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -138,8 +139,13 @@ def collect_metrics(options: LiveOptions, start: datetime, end: datetime, deadli
     wanted = list(names or metric_names())
     series: list[RangeSeries] = []
     found: set[str] = set()
+    started = time.monotonic()
     try:
         for i in range(0, len(wanted), BATCH):
+            if time.monotonic() - started > deadline_seconds:
+                result.errors.append(("Prometheus metrics", "partly collected: --timeout reached"))
+                wanted = wanted[:i]
+                break
             batch = wanted[i:i + BATCH]
             query = '{__name__=~"' + "|".join(batch) + '"}'
             result.queries += 1

@@ -199,3 +199,27 @@ def test_live_snapshot_is_a_snapshot(api_server: ServerFactory, tmp_path: Path) 
     again = load_snapshot(str(tmp_path / "saved.tar.gz"))
     assert {o["metadata"]["name"] for o in again.of_kind("Workload")} == \
         {o["metadata"]["name"] for o in snap.of_kind("Workload")}
+
+
+def test_api_going_away_mid_collection_keeps_what_was_read(api_server: ServerFactory, tmp_path: Path) -> None:
+    from kueuediag.live.kube import Response, _kubernetes_transport, _load_api_client
+
+    with api_server() as srv:
+        api_client, cluster, _ = _load_api_client(str(srv.kubeconfig(tmp_path)), None)
+        real = _kubernetes_transport(api_client)
+        sent = [0]
+
+        def flaky(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
+            sent[0] += 1
+            if sent[0] > 8:  # discovery + the namespace's objects, then the API server goes away
+                raise ConnectionRefusedError("[Errno 111] Connection refused")
+            return real(method, path, query, timeout)
+
+        client = KubeClient(flaky, cluster=cluster, max_retries=1, sleep=lambda s: None)
+        snap = live_snapshot_for_why("job/llm-finetune", "team-a", LiveOptions(), client=client)
+    errors = dict(snap.manifest.errors)
+    assert errors["clusterqueues (list)"].startswith("not collected: cannot reach the Kubernetes API")
+    assert errors["nodes (list)"] == "not collected: the Kubernetes API stopped answering"
+    assert snap.get("Job", "llm-finetune", "team-a") is not None
+    assert snap.part_unavailable(Part.WORKLOADS) is None and snap.part_unavailable(Part.QUEUES) is not None
+    assert sent[0] == 8 + 2  # one try and one retry, then no more requests
