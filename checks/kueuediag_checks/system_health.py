@@ -28,7 +28,7 @@ from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import NodeView, meta
 from kueuediag.snapshot.kueue import KueueIndex, WorkloadView, kueue_index, nodes
-from kueuediag.snapshot.model import Snapshot
+from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import format_rfc3339, human_duration
 
@@ -93,7 +93,7 @@ class SystemHealth(Check):
 
     code = "KD901"
     name = "system-health"
-    requires = ()
+    requires = (Part.PODS,)
     needs_workload = False
     default_severity = Severity.MEDIUM
     options = {"restart_threshold": 3, "victim_hold_minutes": 10, "change_window_minutes": 60}

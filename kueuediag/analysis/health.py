@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.kueue_config import CONFIG_MAP, kueue_config
 from kueuediag.snapshot.k8s import NodeView, PodView, meta
 from kueuediag.snapshot.kueue import (
@@ -391,8 +392,6 @@ def config_changes(snap: Snapshot) -> list[Change]:
 def _describe_change(snap: Snapshot, obj: dict[str, Any]) -> str:
     kind = obj.get("kind")
     if kind == "ConfigMap":
-        from kueuediag.analysis.fair_sharing import fair_sharing_config
-
         fs = fair_sharing_config(snap)
         parts = ["Kueue manager configuration"]
         if fs.enabled:
