@@ -405,6 +405,9 @@ class QuotaCheck(Check):
     ) -> Finding:
         blocking = fit.blocking() if fit is not None else []
         rf = blocking[0][1] if blocking else None
+        named = _first(pm, "insufficient-unused-quota") if pm else None
+        if named is not None:  # the resource Kueue's own message names, when it still blocks
+            rf = next((b for _, b in blocking if (b.resource, b.quota.flavor) == (named.resource, named.flavor)), rf)
         msg_reason = (_first(pm, "insufficient-unused-quota") or _first(pm, "exceeds-max-quota")) if pm else None
         evidence = [self._cond_ev(w, qr)]
         if rf is not None:

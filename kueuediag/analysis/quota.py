@@ -615,8 +615,18 @@ class WorkloadFit:
     def blocking(self) -> list[tuple[str, ResourceFit]]:
         """(pod set, resource fit) that do not fit in the chosen flavors, worst first."""
         out = [(ps, r) for ps, f in self.chosen() for r in f.resources if not r.verdict.fits]
-        out.sort(key=lambda x: (-x[1].verdict.rank, -x[1].shortfall))
+        # worst verdict first; then the largest shortfall relative to the need (units differ per resource),
+        # extended resources (GPUs) before cpu/memory on ties
+        out.sort(key=lambda x: (-x[1].verdict.rank, -_relative(x[1]), "/" not in x[1].resource, x[1].resource))
         return out
+
+
+def _relative(rf: ResourceFit) -> Decimal:
+    if rf.needed <= ZERO:
+        return ZERO
+    if rf.verdict == FitVerdict.NEVER_FITS:
+        return (rf.needed - rf.quota.max_capacity) / rf.needed
+    return rf.shortfall / rf.needed
 
 
 def flavor_eligibility(snap: Snapshot, pod_set: PodSet, flavor: str) -> list[str]:
