@@ -145,7 +145,7 @@ def headline(ranked: Sequence[object], info: WorkloadInfo) -> str:
     text = f"{who} is {info.state}{waited}: {top.title} [{top.cause}, {c.layer.value} layer]"
     if top.cause == "not-pending":
         text = f"{who} is {info.state}: {top.title}"
-    explains = any(r.finding.cause == "guarantee-violation" for r in items[1:])
+    explains = any(r.finding.cause == "guarantee-violation" and r.finding.about_target for r in items[1:])
     if explains and c.tier is Tier.ROOT:
         text += " — this explains the guarantee violation"
     return text
