@@ -153,3 +153,8 @@ def test_level_inferred_from_logs_without_flag(tmp_path: object) -> None:
     snap = load_snapshot(str(root))
     info = log_level_info(snap)
     assert (info.flag, info.max_seen, info.effective, info.flag_source) == (None, 2, 2, None)
+    from kueuediag.snapshot.logs import LogLevelInfo
+
+    assert LogLevelInfo(max_seen=3, flag=2).effective == 3  # V3 lines prove a higher level at some point
+    assert LogLevelInfo(max_seen=1, flag=2).effective == 2
+    assert LogLevelInfo(max_seen=None, flag=None).effective is None

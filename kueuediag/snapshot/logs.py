@@ -342,10 +342,11 @@ class LogLevelInfo:
 
     @property
     def effective(self) -> int | None:
-        """The flag wins (the logs might just be quiet); else what the logs show."""
-        if self.flag is not None:
-            return self.flag
-        return self.max_seen
+        """The flag (quiet logs do not prove a low level), raised to what the logs show (the flag may have
+        changed since those lines were written)."""
+        if self.flag is not None and self.max_seen is not None:
+            return max(self.flag, self.max_seen)
+        return self.flag if self.flag is not None else self.max_seen
 
 
 def zap_level_value(text: str) -> int | None:
