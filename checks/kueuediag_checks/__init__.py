@@ -16,6 +16,8 @@ _MODULES: tuple[tuple[str, str], ...] = (
     ("kueuediag_checks.known_issues", "KnownIssues"),
     ("kueuediag_checks.admission_rate", "AdmissionRate"),
     ("kueuediag_checks.preemption", "Preemption"),
+    ("kueuediag_checks.fragmentation", "Fragmentation"),
+    ("kueuediag_checks.release_state", "ReleaseState"),
     ("kueuediag_checks.guarantee_violation", "GuaranteeViolation"),
     ("kueuediag_checks.fair_sharing", "FairSharing"),
     ("kueuediag_checks.queue_configuration", "QueueConfiguration"),
