@@ -171,7 +171,18 @@ class QueuePosition(Check):
             f"{'; '.join(lines)}{more}."
         )
         evidence: list[Evidence] = [
-            ev("object", f"queueingStrategy {strategy}", kind="ClusterQueue", name=cq, field="spec.queueingStrategy")
+            ev("object", f"queueingStrategy {strategy}", kind="ClusterQueue", name=cq, field="spec.queueingStrategy"),
+            ev(
+                "derived",
+                f"position {entry.position} of {len(pending_queue(snap, cq))} (visibility API positionInClusterQueue "
+                f"{entry.position - 1}), priority {entry.priority}, queued "
+                f"{human_duration(snap.age_seconds(entry.order_time))} ago, fits the free quota on its own "
+                f"({fit.verdict.value})",
+                kind="Workload",
+                name=w.name,
+                namespace=w.namespace,
+                field="spec.priority, metadata.creationTimestamp",
+            ),
         ]
         for e in ([head] if head is not None else []) + [e for e in fitting if e is not head][:limit]:
             evidence.append(

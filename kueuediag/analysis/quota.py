@@ -23,8 +23,17 @@ Public API (other helpers rely on it):
 * :func:`quota_holders` → :class:`QuotaHolders` — the workloads of the ClusterQueue holding the quota (own)
   and the ClusterQueues of the cohort tree borrowing above their nominal quota (borrowers).
 * :func:`workload_fit` → :class:`WorkloadFit` (per pod set → resource group → flavor → resource) with a
-  :class:`FitVerdict`; ``WorkloadFit.fits_in_nominal`` answers "fits in unused nominal quota" (KD101).
+  :class:`FitVerdict` (fits-nominal / fits-borrowing / needs-preemption / never-fits / no-matching-flavor),
+  flavors tried in ClusterQueue order honouring ``flavorFungibility``, earlier pod sets' requests
+  accumulated, and partial admission (``minCount``, see ``WorkloadFit.partial``).
+  ``WorkloadFit.fits_in_nominal`` = fits *available* quota without borrowing; ``never_fits`` = proven larger
+  than the maximum capacity in every eligible flavor; ``blocking()`` = what does not fit, worst first.
 * :func:`flavor_eligibility` — why a flavor is (not) usable by a pod set (nodeLabels, nodeTaints).
+* :func:`workload_usage_by_cq` — the recomputed quota each QuotaReserved workload holds (minus reclaimablePods).
+
+Usage is recomputed from ``Workload.status.admission``; ``status.flavorsReservation`` is kept for comparison
+(``FlavorResourceQuota.status_usage`` / ``usage_mismatch``) and used instead when the snapshot does not hold
+every Workload (namespace-limited collection, or no Workloads collected).
 """
 
 from __future__ import annotations
