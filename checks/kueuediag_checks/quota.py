@@ -120,6 +120,7 @@ class QuotaCheck(Check):
         "evaluation_grace_seconds": 60,
         "evaluation_slow_seconds": 600,
         "max_listed": 5,
+        "long_queue": 50,
     }
 
     # --- entry point ----------------------------------------------------------------------------------------
@@ -230,7 +231,8 @@ class QuotaCheck(Check):
         entry = queue_entry(snap, cq, w)
         ahead = entry.position - 1 if entry is not None else 0
         strategy = kueue_index(snap).cluster_queues[cq].queueing_strategy
-        if ahead and age is not None and age >= grace:
+        long_queue = ahead >= int(self.opts["long_queue"])
+        if age is not None and age >= grace and ((strategy == "StrictFIFO" and ahead) or long_queue):
             severity = min(severity, Severity.MEDIUM)
             verdict = (
                 f"and {ahead} pending workload(s) are ahead of it in the {strategy} queue"
