@@ -515,3 +515,29 @@ def test_bystander_verdicts(name: str, target: str, namespace: str, cause: str, 
     assert (v.cause, v.layer) == (cause, layer), describe(v)
     if not any(r.finding.cause == "guarantee-violation" and r.finding.about_target for r in v.findings):
         assert "explains the guarantee violation" not in v.headline, v.headline
+
+
+def test_stall_is_found_after_a_regular_admission_period() -> None:
+    """The stuck-preemption-target story with perfectly regular admissions (one every 23 min) before the zombie
+    appeared: admission-rate must still report the 4-hour stall across ClusterQueues afterwards."""
+    from kueuediag.snapshot.model import Snapshot
+    from kueuediag.snapshot.reader import read_snapshot
+
+    raw = read_snapshot(str(SCENARIOS / "stuck-preemption-target"))
+    capture = 1757992200  # 2025-09-16T03:10:00Z
+    start, stop = capture - 6 * 3600, capture - (4 * 3600 + 11 * 60) - 360
+    ticks = list(range(start + 300, stop, 23 * 60))
+    out = []
+    for line in raw.metrics["metrics/kueue.om"].splitlines():
+        m = re.match(
+            r'(kueue_(?:admitted|quota_reserved)_workloads_total\{cluster_queue="vision-a100".*\}) (\d+) (\d+)$', line
+        )
+        if m:
+            t = int(m.group(3))
+            line = f"{m.group(1)} {412 + sum(1 for k in ticks if k <= t)} {t}"
+        out.append(line)
+    raw.metrics["metrics/kueue.om"] = "\n".join(out) + "\n"
+    snap = Snapshot(raw)
+    v = diagnose(snap, resolve(snap, "job/vit-h14-finetune-e3", "team-vision"), discover(), Settings())
+    rate = findings(v, code="KD301")
+    assert rate and rate[0].cause == "stuck-preemption-target", describe(v)
