@@ -228,7 +228,14 @@ class Collector:
             res = plurals[api].get(kind)
             if not res:
                 continue
-            for ns, name in refs[:50]:
+            if namespaces is None or len(refs) > 10:  # many owners: one paginated LIST, not one GET each
+                listed = self.attempt(f"job owners ({kind} list)", f"list {res['name']}.{group}",
+                                      partial(self.client.list_items, resource_path(group, version, str(res["name"])),
+                                              kind=kind, api_version=api), soft=True)
+                want = set(refs)
+                self.add(o for o in listed or () if _nsname(o) in want)
+                continue
+            for ns, name in refs:
                 path = resource_path(group, version, str(res["name"]), ns, name)
                 self.attempt(f"owner {kind} {ns}/{name} (get)", f"get {res['name']}.{group or 'core'}",
                              partial(self._get_add, path, kind, api), soft=True)
@@ -458,23 +465,34 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
                 plural = KUEUE_PLURALS[kind]
                 c.lst(f"{plural} (list)", f"list {plural}.kueue.x-k8s.io", path, kind=kind,
                       api_version=c.api_version())
-        managed = sorted({str((q.get("metadata") or {}).get("namespace")) for q in c.of_kind("LocalQueue")})
-        for ns in managed:
-            c.lst("jobs (list)", f"list jobs.batch in namespace {ns}",
-                  resource_path("batch", "v1", "jobs", ns), kind="Job", api_version="batch/v1")
-            c.lst("pods (list)", f"list pods in namespace {ns}", resource_path("", "v1", "pods", ns),
-                  kind="Pod", api_version="v1")
-            c.lst("events (list)", f"list events in namespace {ns}", resource_path("", "v1", "events", ns),
-                  kind="Event", api_version="v1")
+        managed = {str((q.get("metadata") or {}).get("namespace")) for q in c.of_kind("LocalQueue")}
+        managed.add(options.kueue_namespace)
+        c.lst("nodes (list)", "list nodes", resource_path("", "v1", "nodes"), kind="Node", api_version="v1")
+        # One paginated cluster-wide LIST per kind, filtered here: never one request per namespace or object.
+        pods = c.attempt("pods (list)", "list pods across all namespaces",
+                         partial(client.list_items, resource_path("", "v1", "pods"), kind="Pod", api_version="v1"))
+        c.add(p for p in pods or () if _namespace(p) in managed or (
+            (p.get("spec") or {}).get("nodeName") and _phase(p) not in ("Succeeded", "Failed")))
+        jobs = c.attempt("jobs (list)", "list jobs.batch across all namespaces",
+                         partial(client.list_items, resource_path("batch", "v1", "jobs"), kind="Job",
+                                 api_version="batch/v1"))
+        c.add(j for j in jobs or () if _namespace(j) in managed)
+        events = c.attempt("events (list)", "list events across all namespaces",
+                           partial(client.list_items, resource_path("", "v1", "events"), kind="Event",
+                                   api_version="v1"))
+        c.add(e for e in events or () if _namespace(e) in managed or
+              str((e.get("involvedObject") or {}).get("apiVersion") or "").startswith(KUEUE_GROUP))
         c.workload_owners()
     else:
         for ns in namespaces:
             c.namespace_objects(ns)
         c.workload_owners(set(namespaces))
-    c.nodes_and_bound_pods(None)
-    cq_names = {n for (k, _, n) in c.objects if k == "ClusterQueue"}
-    c.cluster_scoped_events("ClusterQueue", cq_names)
-    c.visibility(cq_names, {(str(k[1]), k[2]) for k in c.objects if k[0] == "LocalQueue"})
+        c.nodes_and_bound_pods(None)
+        cq_names = {n for (k, _, n) in c.objects if k == "ClusterQueue"}
+        c.cluster_scoped_events("ClusterQueue", cq_names)
+    # The visibility API answers per queue: ask only about queues that report pending workloads.
+    c.visibility({n for (k, _, n), o in c.objects.items() if k == "ClusterQueue" and _has_pending(o)},
+                 {(str(ns), n) for (k, ns, n), o in c.objects.items() if k == "LocalQueue" and _has_pending(o)})
     c.controller()
     _metrics(c, options)
     c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
@@ -630,6 +648,20 @@ def _is_manager(pod: dict[str, Any]) -> bool:
     labels = m.get("labels") or {}
     return (labels.get("control-plane") == "controller-manager" or "controller-manager" in str(m.get("name"))
             or labels.get("app.kubernetes.io/component") == "controller")
+
+
+def _namespace(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _has_pending(queue: dict[str, Any]) -> bool:
+    status = queue.get("status")
+    if not isinstance(status, dict) or "pendingWorkloads" not in status:
+        return True  # unknown: ask
+    try:
+        return int(status.get("pendingWorkloads") or 0) > 0
+    except (TypeError, ValueError):
+        return True
 
 
 def _phase(pod: dict[str, Any]) -> str:

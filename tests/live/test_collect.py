@@ -223,3 +223,21 @@ def test_api_going_away_mid_collection_keeps_what_was_read(api_server: ServerFac
     assert snap.get("Job", "llm-finetune", "team-a") is not None
     assert snap.part_unavailable(Part.WORKLOADS) is None and snap.part_unavailable(Part.QUEUES) is not None
     assert sent[0] == 8 + 2  # one try and one retry, then no more requests
+
+
+def test_snapshot_request_count_is_bounded_for_a_large_cluster(api_server: ServerFactory, tmp_path: Path) -> None:
+    from kueuediag.live import take_snapshot
+
+    big = large(namespaces=40, workloads_per_ns=60, nodes=300, pods_per_node=4)
+    with api_server(objects=big, logs={}, secrets=False) as srv:
+        result = take_snapshot(tmp_path / "big.tar.gz", opts(srv, tmp_path))
+        reqs = list(srv.cluster.requests)
+    kinds: dict[str, int] = {}
+    for o in result.raw.objects:
+        kinds[o["kind"]] = kinds.get(o["kind"], 0) + 1
+    assert kinds["Workload"] == 2401 and kinds["Node"] == 300 and kinds["Pod"] == 1200 and kinds["Job"] == 2401
+    assert {r.method for r in reqs} == {"GET"}
+    # 40 ClusterQueues and 40 LocalQueues report pending work: one visibility request each, nothing per object
+    visibility = [r for r in reqs if r.path.startswith("/apis/visibility")]
+    assert len(visibility) == 1 + 40 + 40
+    assert len(reqs) - len(visibility) <= 40, [r.path for r in reqs]
