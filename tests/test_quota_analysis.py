@@ -32,6 +32,7 @@ from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 
 D = Decimal
+ZERO_D = Decimal(0)
 GPU = "nvidia.com/gpu"
 V2 = "kueue.x-k8s.io/v1beta2"
 
@@ -494,3 +495,46 @@ def test_unused_nominal_quota_lent_to_a_borrower() -> None:
     )
     holders = quota_holders(snap, "owner", "a100", GPU)
     assert [(h.name, h.amount) for h in holders.borrowers] == [("greedy", D(6))]
+
+
+# --- properties over random two-level trees ---------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_limit = st.one_of(st.none(), st.integers(0, 12).map(str))
+
+
+@st.composite
+def _random_tree(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
+    objs: list[dict[str, Any]] = [_flavor("a100"), _cohort("root", None, [_res(GPU, str(draw(st.integers(0, 4))))])]
+    cqs: list[str] = []
+    for c in range(draw(st.integers(1, 2))):
+        name = f"mid{c}"
+        objs.append(_cohort(name, "root", [_res(GPU, "0", borrowing=draw(_limit), lending=draw(_limit))]))
+        for q in range(draw(st.integers(1, 3))):
+            cq = f"{name}-q{q}"
+            cqs.append(cq)
+            borrowing = draw(_limit)
+            objs.append(_cq(cq, name, [_res(GPU, str(draw(st.integers(0, 10))), borrowing, draw(_limit))]))
+            objs.append(_lq(cq, "lq", cq))
+            for i in range(draw(st.integers(0, 3))):
+                objs.append(_wl(cq, f"w{i}", "lq", {GPU: str(draw(st.integers(1, 6)))}, admitted_in=cq))
+    return objs, cqs
+
+
+@settings(max_examples=60, deadline=None)
+@given(_random_tree())
+def test_available_never_exceeds_maximum_capacity(tree: tuple[list[dict[str, Any]], list[str]]) -> None:
+    objs, cqs = tree
+    snap = _snap(objs)
+    idle = _snap([o for o in objs if o["kind"] != "Workload"])
+    for cq in cqs:
+        q = cq_quota(snap, cq, "a100", GPU)
+        q0 = cq_quota(idle, cq, "a100", GPU)
+        assert q is not None and q0 is not None
+        assert q.available <= q.max_capacity
+        assert q.max_capacity == q0.max_capacity  # usage never changes the maximum capacity
+        assert q0.available == q0.max_capacity  # with no usage everything potential is available
+        assert q.max_capacity >= q.nominal
+        assert q.free_nominal + q.borrowable >= max(q.available, ZERO_D)
