@@ -140,3 +140,12 @@ def test_manifest_errors_mark_parts_unavailable(tmp_path: Path) -> None:
         "errors": [{"what": "nodes (list)", "error": "forbidden: need list nodes"}]}))
     snap = Snapshot(read_snapshot(tmp_path))
     assert snap.part_unavailable(Part.NODES) == "not collected (nodes (list): forbidden: need list nodes)"
+
+
+def test_malformed_metrics_are_an_input_error(tmp_path: Path) -> None:
+    (tmp_path / "objects").mkdir()
+    (tmp_path / "objects" / "p.json").write_text(json.dumps(POD))
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "kueue.om").write_text('kueue_pending_workloads{cluster_queue="a" 3 1700000000\n# EOF\n')
+    with pytest.raises(InputError, match=r"metrics/kueue.om:1"):
+        load_snapshot(str(tmp_path))

@@ -265,4 +265,10 @@ def load_snapshot(path: str, now: datetime | None = None) -> Snapshot:
     """Read and index a snapshot from disk."""
     from kueuediag.snapshot.reader import read_snapshot
 
-    return Snapshot(read_snapshot(path), now=now)
+    snap = Snapshot(read_snapshot(path), now=now)
+    if snap.metrics_text:
+        # Validate metrics at load so a malformed .om file is an input error (exit 2), not an errored check.
+        from kueuediag.snapshot.metrics import metric_store
+
+        metric_store(snap)
+    return snap
