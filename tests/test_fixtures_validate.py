@@ -156,7 +156,7 @@ def _crds() -> dict[str, Obj]:
 
 @cache
 def _validator(kind: str, version: str) -> Any:
-    from jsonschema import Draft7Validator
+    from jsonschema import Draft7Validator  # type: ignore[import-untyped,unused-ignore]
 
     crd = _crds().get(kind)
     if crd is None:
