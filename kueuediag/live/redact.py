@@ -240,7 +240,11 @@ class Redactor:
 
     def _compiled(self) -> re.Pattern[str] | None:
         if self._pattern is None:
-            words = sorted((w for w in self.mapping if len(w) >= 3), key=lambda w: (-len(w), w))
+            # Label/annotation values that are plain words ("spot", "pending") are replaced where they are
+            # values, but not inside free text, where they could rewrite Kueue's own message vocabulary.
+            plain = {w for c in ("value", "annotation") for w in self.categories.get(c, {})
+                     if not re.search(r"[0-9._-]", w)}
+            words = sorted((w for w in self.mapping if len(w) >= 3 and w not in plain), key=lambda w: (-len(w), w))
             if not words:
                 return None
             alternation = "|".join(re.escape(w) for w in words)
@@ -270,7 +274,7 @@ class Redactor:
             ann = meta.get("annotations")
             if isinstance(ann, dict):
                 for k, v in list(ann.items()):
-                    if isinstance(v, str) and v == (obj.get("metadata") or {}).get("annotations", {}).get(k) \
+                    if isinstance(v, str) and v == ((obj.get("metadata") or {}).get("annotations") or {}).get(k) \
                             and k not in KEEP_LABEL_VALUE_KEYS and not _kueue_or_k8s_key(k):
                         ann[k] = self._opaque(v)
         return out

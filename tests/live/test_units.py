@@ -178,3 +178,18 @@ def test_saved_live_snapshot_loads(api_server: ServerFactory, tmp_path: Path) ->
     snap = load_snapshot(str(p))
     assert snap.manifest.format == "kueuediag-snapshot/v1"
     assert snap.get("PendingWorkloadsSummary", "team-a") is not None
+
+
+def test_plain_word_label_values_do_not_rewrite_kueue_messages() -> None:
+    raw = _raw()
+    for o in raw.objects:
+        if o["kind"] == "Job":
+            o["metadata"]["labels"]["stage"] = "quota"
+    red, mapping = redact(raw)
+    m = mapping["mapping"]
+    assert m["quota"].startswith("value-")
+    job = next(o for o in red.objects if o["kind"] == "Job" and o["metadata"]["name"] == m["llm-finetune"])
+    assert job["metadata"]["labels"]["stage"] == m["quota"]
+    wl_name = m["job-llm-finetune-a306b"]
+    wl = next(o for o in red.objects if o["kind"] == "Workload" and o["metadata"]["name"] == wl_name)
+    assert "insufficient unused quota for nvidia.com/gpu" in wl["status"]["conditions"][0]["message"]
