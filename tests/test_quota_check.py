@@ -289,3 +289,60 @@ def test_requeue_backoff_is_left_to_the_admission_checks_family() -> None:
     assert w2 is not None
     (f,) = QuotaCheck().run(snap2, Target("workload/w", "ns", w2))
     assert f.cause == "not-yet-evaluated" and f.title.startswith("requeued after eviction (PodsReadyTimeout) 2m ago")
+
+
+def test_preemption_victims_from_conditions_and_from_events_of_deleted_victims() -> None:
+    objs = [
+        _flavor("a100"),
+        _cq("q", None, [_res(GPU, "8")], preemption={"withinClusterQueue": "LowerPriority"}),
+        _lq("ns", "lq", "q"),
+        _pending(
+            _wl("ns", "boss", "lq", {GPU: "8"}),
+            "WaitingForPreemptedWorkloads",
+            _SET + "insufficient unused quota for nvidia.com/gpu in flavor a100, 8 more needed. Pending the "
+            "preemption of 2 workload(s)",
+        ),
+        _wl("ns", "victim", "lq", {GPU: "4"}, admitted_in="q"),
+    ]
+    msg = (
+        "Preempted to accommodate a workload (UID: uid-boss, JobUID: job-boss) due to prioritization in the "
+        "ClusterQueue; preemptor path: /q; preemptee path: /q"
+    )
+    objs[-1]["status"]["conditions"] += [
+        {
+            "type": "Evicted",
+            "status": "True",
+            "reason": "Preempted",
+            "message": msg,
+            "lastTransitionTime": "2026-11-20T09:55:00Z",
+        },
+        {
+            "type": "Preempted",
+            "status": "True",
+            "reason": "InClusterQueue",
+            "message": msg,
+            "lastTransitionTime": "2026-11-20T09:55:00Z",
+        },
+    ]
+    objs.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "boss.1", "namespace": "ns", "uid": "ev1"},
+            "involvedObject": {"kind": "Workload", "namespace": "ns", "name": "boss", "uid": "uid-boss"},
+            "reason": "PreemptedWorkload",
+            "type": "Normal",
+            "count": 1,
+            "message": "Preempted workload ns/old-one (UID: uid-old) in ClusterQueue q",
+            "lastTimestamp": "2026-11-20T09:55:00Z",
+        }
+    )
+    snap = _snap(objs)
+    w = workload(snap, "ns", "boss")
+    assert w is not None
+    (f,) = QuotaCheck().run(snap, Target("workload/boss", "ns", w))
+    assert f.cause == "preemption-in-progress"
+    assert f.title == "pending the preemption of 2 workload(s): ns/victim"
+    assert "1 victim(s) still hold their quota" in f.message
+    assert "no longer in the snapshot (deleted or finished): ns/old-one" in f.message
+    assert f.data["victims_holding_quota"] == ["ns/victim"]

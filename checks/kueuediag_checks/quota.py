@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -20,7 +21,7 @@ from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import Condition
-from kueuediag.snapshot.kueue import WorkloadView, kueue_index, workloads
+from kueuediag.snapshot.kueue import WorkloadView, events_for, kueue_index, workloads
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
@@ -483,6 +484,8 @@ class QuotaCheck(Check):
     ) -> Finding:
         victims = preemption_victims(snap, w)
         holding = [v for v in victims if v.holds_quota]
+        known = {v.uid for v in victims}
+        gone = [(name, uid, text) for name, uid, text in _evented_victims(snap, w) if uid not in known]
         n = pm.preempting or pm.preemption_failed or len(victims) or None
         if pm.preemption_failed and not pm.preempting:
             title = f"preempting {n} workload(s) failed, Kueue will retry"
@@ -513,14 +516,9 @@ class QuotaCheck(Check):
         if blocking:
             extra = f" Without the victims' quota it {blocking[0][1].describe()}."
         if holding:
-            oldest = (
-                max(
-                    (snap.age_seconds(c.last_transition) or 0.0)
-                    for v in holding
-                    if (c := v.cond("Evicted")) is not None
-                )
-                if holding
-                else 0.0
+            oldest = max(
+                ((snap.age_seconds(c.last_transition) or 0.0) for v in holding if (c := v.cond("Evicted"))),
+                default=0.0,
             )
             extra += (
                 f" {len(holding)} victim(s) still hold their quota (their pods have not terminated yet; the "
@@ -528,6 +526,22 @@ class QuotaCheck(Check):
             )
         elif victims:
             extra += " The victims already released their quota: it should be admitted at the next cycle."
+        if gone:
+            extra += (
+                f" {len(gone)} more victim(s) named by PreemptedWorkload events are no longer in the snapshot "
+                f"(deleted or finished): {', '.join(name for name, _, _ in gone[: int(self.opts['max_listed'])])}."
+            )
+            for name, _, text in gone[: int(self.opts["max_listed"])]:
+                evidence.append(
+                    ev(
+                        "event",
+                        f"PreemptedWorkload: {text}",
+                        kind="Workload",
+                        name=w.name,
+                        namespace=w.namespace,
+                        field=f"events[reason=PreemptedWorkload] ({name})",
+                    )
+                )
         if pm.preemption_failed:
             extra += (
                 f" The last attempt to preempt {pm.preemption_failed} workload(s) failed (API error or conflict); "
@@ -733,6 +747,23 @@ def preemption_victims(snap: Snapshot, w: WorkloadView) -> list[WorkloadView]:
         if any(marker in t for t in texts):
             out.append(v)
     out.sort(key=lambda v: (v.namespace, v.name))
+    return out
+
+
+_PREEMPTED_EVENT = re.compile(r"Preempted workload (?P<name>\S+) \(UID: (?P<uid>[^)]+)\)")
+
+
+def _evented_victims(snap: Snapshot, w: WorkloadView) -> list[tuple[str, str, str]]:
+    """(workload, UID, event message) from the preemptor's `PreemptedWorkload` events (kueue-facts §2.6)."""
+    out: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for e in events_for(snap, "Workload", w.namespace, w.name):
+        if e.reason != "PreemptedWorkload":
+            continue
+        m = _PREEMPTED_EVENT.search(e.message)
+        if m and m.group("uid") not in seen:
+            seen.add(m.group("uid"))
+            out.append((m.group("name"), m.group("uid"), e.message))
     return out
 
 
