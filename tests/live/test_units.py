@@ -193,3 +193,15 @@ def test_plain_word_label_values_do_not_rewrite_kueue_messages() -> None:
     wl_name = m["job-llm-finetune-a306b"]
     wl = next(o for o in red.objects if o["kind"] == "Workload" and o["metadata"]["name"] == wl_name)
     assert "insufficient unused quota for nvidia.com/gpu" in wl["status"]["conditions"][0]["message"]
+
+
+def test_live_core_imports_no_heavy_or_cli_libraries() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, kueuediag.live, kueuediag.live.collect, kueuediag.live.kube, kueuediag.live.prom, "
+            "kueuediag.live.redact, kueuediag.live.sanitize, kueuediag.live.write; "
+            "print(','.join(m for m in ('kubernetes', 'prometheus_api_client', 'typer', 'rich', 'requests') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
