@@ -11,6 +11,7 @@ from kueuediag.analysis.health import (
     feature_gates,
     quota_holding_victims,
     shares_quota_with,
+    victim_blocks,
     zombie_pods,
 )
 from kueuediag.analysis.signatures import (
@@ -247,7 +248,7 @@ def _pod_victims_terminating(ctx: _Ctx) -> _Match | None:
                if v.pod_integration and not v.zombies and any(p.deletion is not None for p in v.pods)]
     if not victims:
         return None
-    about = ctx.pending and any(shares_quota_with(ctx.idx, ctx.cq, v.cluster_queue) for v in victims)
+    about = ctx.pending and any(victim_blocks(ctx.idx, ctx.workload, ctx.cq, v) for v in victims)
     evidence = []
     for v in victims[:3]:
         grace = max((p.grace_seconds for p in v.pods), default=0)

@@ -19,6 +19,7 @@ from kueuediag.analysis.health import (
     feature_gates,
     shares_quota_with,
     tree_of,
+    victim_blocks,
     zombie_pods,
 )
 from kueuediag.analysis.health import (
@@ -169,7 +170,7 @@ class SystemHealth(Check):
             group = [v for v in held if bool(v.zombies) == (cause == "stuck-preemption-target")]
             if not group:
                 continue
-            about_group = [v for v in group if ctx.pending and shares_quota_with(ctx.idx, ctx.cq, v.cluster_queue)]
+            about_group = [v for v in group if ctx.pending and victim_blocks(ctx.idx, ctx.workload, ctx.cq, v)]
             for sub, about in ((about_group, True), ([v for v in group if v not in about_group], False)):
                 if sub:
                     out.append(self._victim_finding(ctx, cause, sub, about))

@@ -155,6 +155,28 @@ def quota_holding_victims(snap: Snapshot) -> list[Victim]:
     return snap.memo("health-victims", build)
 
 
+def waits_on_preemption(w: WorkloadView | None) -> bool:
+    """Whether a pending Workload is itself waiting for victims: its QuotaReserved message says it is pending
+    preemptions or that its preemption targets overlap with another head's."""
+    if w is None:
+        return False
+    cond = w.cond("QuotaReserved")
+    if cond is None or cond.true:
+        return False
+    return "Pending the preemption of" in cond.message or "overlapping preemption targets" in cond.message
+
+
+def victim_blocks(idx: KueueIndex, w: WorkloadView | None, target_cq: str | None, v: Victim) -> bool:
+    """Whether victim `v` plausibly keeps `w` pending: `w` preempted it (its UID is in the eviction message), or
+    `w` waits on preemptions and shares quota (ClusterQueue or cohort tree) with the victim. A bystander that
+    merely waits for quota in the same queue is not blocked by the victim's slow release, but by quota."""
+    if w is None:
+        return False
+    if w.uid and f"UID: {w.uid}" in v.message:
+        return True
+    return waits_on_preemption(w) and shares_quota_with(idx, target_cq, v.cluster_queue)
+
+
 # --- cohort trees ------------------------------------------------------------------------------------------
 
 
