@@ -163,6 +163,11 @@ def test_requeue_loops_split_by_reason_and_threshold() -> None:
     assert "requeue-loop" not in hits
     pending = hits["requeue-loop-pending-preemption"]
     assert pending.key == "n/w" and pending.count == 6 and pending.span_seconds == 900 and pending.noteworthy
+    assert pending.cause == "slow-preemption" and not pending.escalated
+    hours = scan(parse_log_text("f", "\n".join(
+        requeue(i, "PendingPreemption").replace("T00:", f"T0{i}:") for i in range(6))))
+    [long_wait] = hours
+    assert long_wait.span_seconds > 3600 and long_wait.escalated and long_wait.cause == "stuck-preemption-target"
     few = scan(parse_log_text("f", "\n".join(requeue(i, "NoFit") for i in range(9))))
     assert [(h.signature.id, h.noteworthy) for h in few] == [("requeue-loop", False)]  # 9 < 10
 

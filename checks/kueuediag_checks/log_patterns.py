@@ -11,6 +11,7 @@ from kueuediag.analysis.signatures import (
     cause_for_reason,
     signature_hits,
 )
+from kueuediag.causes import BY_SLUG
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.logs import LogLine, log_level_info, log_lines
@@ -72,6 +73,8 @@ class LogPatterns(Check):
         pending = w.state in ("pending", "quota-reserved")
         findings: list[Finding] = []
         cluster_wide: dict[str, list[SignatureHit]] = {}
+        about_workload: dict[str, list[SignatureHit]] = {}
+        in_queue: dict[str, list[SignatureHit]] = {}
         for hit in signature_hits(snapshot):
             sig = hit.signature
             names_target = any(ln.names_workload(w.namespace, w.name) for ln in hit.lines)
@@ -87,12 +90,19 @@ class LogPatterns(Check):
                 continue
             if sig.per == "workload":
                 if names_target:
-                    findings.append(self._repeated(hit, target, about=True))
+                    about_workload.setdefault(hit.cause, []).append(hit)
                 elif cq is not None and any(ln.names_cluster_queue(cq) for ln in hit.lines) \
                         and sig.severity >= Severity.MEDIUM:
-                    findings.append(self._repeated(hit, target, about=False))
+                    in_queue.setdefault(hit.cause, []).append(hit)
                 continue
-            cluster_wide.setdefault(sig.cause, []).append(hit)
+            cluster_wide.setdefault(hit.cause, []).append(hit)
+        # per-workload signatures: one finding per cause for the target, then context from other heads of its
+        # ClusterQueue
+        for cause, hits in about_workload.items():
+            findings.append(self._repeated(hits[0], target, about=True) if len(hits) == 1
+                            else self._merged(cause, hits, target, True))
+        for hits in in_queue.values():
+            findings += [self._repeated(h, target, about=False) for h in hits[:3]]
         # cluster-wide signatures (controller errors), one finding per cause: about the target when they name
         # it or its ClusterQueue, or when they happened while it was pending.
         for cause, hits in cluster_wide.items():
@@ -180,8 +190,10 @@ class LogPatterns(Check):
             reasons = sorted({ln.field_text("requeueReason") or '""' for ln in hit.lines})
             extra = f" (requeueReason {', '.join(reasons)})"
         upstream = f" Upstream: {sig.upstream}." if sig.upstream else ""
+        if hit.escalated:
+            upstream = f" {sig.escalate_note}{upstream}"
         return self.finding(
-            sig.cause,
+            hit.cause,
             f"logs: {sig.title} — {times}{who}{span}{extra}",
             f"{sig.meaning} Seen {times}{who}{span} (last {_when(lines[-1])}).{upstream}",
             severity=sig.severity if about else min(sig.severity, Severity.MEDIUM),
@@ -216,7 +228,7 @@ class LogPatterns(Check):
                                kind="Workload" if mine else None, name=w.name if mine else None,
                                namespace=w.namespace if mine else None))
         return self.finding(
-            cause, f"logs: {_CAUSE_LABEL.get(cause, cause)} — {short}{_span(all_lines)}",
+            cause, f"logs: {_CAUSE_LABEL.get(cause, _label(cause))} — {short}{_span(all_lines)}",
             f"The controller logs show: {summary}. {meanings}",
             severity=severity if about else min(severity, Severity.MEDIUM),
             confidence=Confidence.MEDIUM if about else Confidence.LOW,
@@ -282,6 +294,11 @@ class LogPatterns(Check):
                           kind="Workload" if mine else None, name=w.name if mine else None,
                           namespace=w.namespace if mine else None))
         return out
+
+
+def _label(cause: str) -> str:
+    title = BY_SLUG[cause].title
+    return title[:1].lower() + title[1:]
 
 
 def _clip(text: str, n: int) -> str:

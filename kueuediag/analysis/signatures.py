@@ -160,6 +160,10 @@ class Signature:
     """a V(3)+ why-line whose absence at level 2 is what `logging-insufficient` reports"""
     upstream: str = ""
     """issue/PR references for the reader"""
+    escalate_after_seconds: float = 0.0
+    """when the repetitions span at least this long (0: never), the hit supports `escalate_cause` instead"""
+    escalate_cause: str = ""
+    escalate_note: str = ""
     _compiled: tuple[re.Pattern[str] | None, tuple[tuple[str, re.Pattern[str]], ...], re.Pattern[str] | None] = \
         field(init=False, repr=False, compare=False, hash=False, default=(None, (), None))
 
@@ -224,6 +228,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "slow-preemption", _S.HIGH, min_verbosity=2,
         msg=r"^Workload re-queued$", fields=(("requeueReason", r"^PendingPreemption$"),),
         repeat=5, min_span_seconds=300, per="workload", upstream="#6143",
+        escalate_after_seconds=3600, escalate_cause="stuck-preemption-target",
+        escalate_note="Waiting for victims for more than an hour is longer than termination grace periods "
+                      "usually last: a victim is probably stuck (a pod Terminating past its grace period).",
     ),
     Signature(
         "requeue-loop", "Re-queued many times",
@@ -389,6 +396,16 @@ class SignatureHit:
     def span_seconds(self) -> float:
         times = [ln.ts for ln in self.lines if ln.ts is not None]
         return (max(times) - min(times)).total_seconds() if len(times) > 1 else 0.0
+
+    @property
+    def escalated(self) -> bool:
+        sig = self.signature
+        return bool(sig.escalate_cause) and 0 < sig.escalate_after_seconds <= self.span_seconds
+
+    @property
+    def cause(self) -> str:
+        """The cause this hit supports (the signature's, or its escalation after a long period)."""
+        return self.signature.escalate_cause if self.escalated else self.signature.cause
 
     @property
     def noteworthy(self) -> bool:
