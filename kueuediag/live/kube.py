@@ -161,7 +161,7 @@ class KubeClient:
         assert method in ALLOWED_METHODS, f"kueuediag is read-only: refusing {method} {path}"
         if method not in ALLOWED_METHODS:  # also under python -O
             raise RuntimeError(f"kueuediag is read-only: refusing {method} {path}")
-        if "/secrets" in path.split("?")[0]:
+        if resource_of(path) == "secrets":
             raise RuntimeError(f"kueuediag never reads Secrets: refusing GET {path}")
         query = list(query or [])
         shown = path + ("?" + urlencode(query) if query else "")
@@ -312,6 +312,17 @@ class KubeClient:
         raise KueueNotInstalled(
             f"this cluster serves kueue.x-k8s.io {', '.join(served)}; kueuediag reads "
             f"{' or '.join(KUEUE_VERSION_PREFERENCE)} (Kueue v0.9 or newer)")
+
+
+def resource_of(path: str) -> str | None:
+    """The resource a request path addresses: /api/v1/namespaces/x/pods/p/log → "pods"."""
+    segs = [seg for seg in path.split("?")[0].split("/") if seg]
+    if not segs:
+        return None
+    rest = segs[2:] if segs[0] == "api" else segs[3:] if segs[0] == "apis" else segs
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        rest = rest[2:]
+    return rest[0] if rest else None
 
 
 def resource_path(group: str, version: str, plural: str, namespace: str | None = None,

@@ -180,3 +180,7 @@ def test_read_only_in_code() -> None:
     with pytest.raises(RuntimeError, match="never reads Secrets"):
         c.list_items("/api/v1/secrets")
     assert sent == []
+    # a namespace called "secrets" (or "secrets-team") is not a Secret
+    c.get("/api/v1/namespaces/secrets")
+    c.list_items("/api/v1/namespaces/secrets-team/pods")
+    assert sent == ["GET", "GET"]
