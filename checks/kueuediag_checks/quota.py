@@ -422,7 +422,7 @@ class QuotaCheck(Check):
             detail = (
                 f"Kueue needs {_fmt(rf.needed, rf.resource)} {rf.resource} in flavor {rf.quota.flavor} but "
                 f"only {_fmt(max(ZERO, rf.quota.available), rf.resource)} is available now "
-                f"({_fmt(rf.free_nominal, rf.resource)} unused nominal quota + "
+                f"({_fmt(rf.free_nominal, rf.resource)} unused nominal quota{_lent_part(rf)} + "
                 f"{_fmt(rf.borrowable, rf.resource)} borrowable from the cohort); "
                 f"{_fmt(rf.shortfall, rf.resource)} more needed.{_borrow_note(rf)}{_lent_note(rf)} {who}"
             )
@@ -809,6 +809,11 @@ def _borrow_note(rf: ResourceFit) -> str:
         f"must be borrowed from the cohort, which has only {_fmt(max(ZERO, q.available - q.free_nominal), rf.resource)}"
         " left to lend."
     )
+
+
+def _lent_part(rf: ResourceFit) -> str:
+    lent = rf.quota.lent_out
+    return f", of which {_fmt(lent, rf.resource)} is lent out," if lent > ZERO else ""
 
 
 def _lent_note(rf: ResourceFit) -> str:
