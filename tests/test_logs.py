@@ -158,3 +158,11 @@ def test_level_inferred_from_logs_without_flag(tmp_path: object) -> None:
     assert LogLevelInfo(max_seen=3, flag=2).effective == 3  # V3 lines prove a higher level at some point
     assert LogLevelInfo(max_seen=1, flag=2).effective == 2
     assert LogLevelInfo(max_seen=None, flag=None).effective is None
+
+
+def test_event_mirror_lines_name_their_workload() -> None:
+    ln = parse_log_line("f", 1, '{"level":"debug","ts":"2025-09-15T23:19:48.846773705Z","logger":"events",'
+                                '"caller":"recorder/recorder.go:104","msg":"Workload has overlapping preemption '
+                                'targets with another workload","type":"Warning","object":{"kind":"Workload",'
+                                '"namespace":"team-vision","name":"job-vit-h14-finetune-e3-543dc"},"reason":"Pending"}')
+    assert ln.workload == ("team-vision", "job-vit-h14-finetune-e3-543dc") and ln.verbosity == 1

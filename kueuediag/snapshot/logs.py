@@ -295,6 +295,12 @@ def _workload_refs(fields: Mapping[str, Any], logger: str) -> tuple[WorkloadRef,
         ref = _ref(fields.get(key))
         if ref and ref not in out:
             out.append(ref)
+    for key in ("object", "involvedObject", "regarding"):  # the v0.13 `"logger":"events"` mirror of events
+        obj = fields.get(key)
+        if isinstance(obj, dict) and obj.get("kind") == "Workload":
+            ref = _ref(obj)
+            if ref and ref not in out:
+                out.append(ref)
     if not out and logger.startswith("workload") and isinstance(fields.get("name"), str):
         ns = fields.get("namespace")
         out.append((ns if isinstance(ns, str) else None, fields["name"]))
