@@ -346,3 +346,24 @@ def test_preemption_victims_from_conditions_and_from_events_of_deleted_victims()
     assert "1 victim(s) still hold their quota" in f.message
     assert "no longer in the snapshot (deleted or finished): ns/old-one" in f.message
     assert f.data["victims_holding_quota"] == ["ns/victim"]
+
+
+def test_stopped_cluster_queue_is_left_to_the_submission_checks() -> None:
+    objs = [
+        _flavor("a100"),
+        _cq("q", None, [_res(GPU, "8")], stopPolicy="Hold"),
+        _lq("ns", "lq", "q"),
+        _wl("ns", "w", "lq", {GPU: "16"}),
+    ]
+    snap = _snap(objs)
+    w = workload(snap, "ns", "w")
+    assert w is not None
+    assert QuotaCheck().run(snap, Target("workload/w", "ns", w)) == []
+    objs[1]["spec"]["stopPolicy"] = "None"
+    snap2 = _snap(objs)
+    w2 = workload(snap2, "ns", "w")
+    assert w2 is not None
+    assert [f.cause for f in QuotaCheck().run(snap2, Target("workload/w", "ns", w2))] == [
+        "exceeds-max-quota",
+        "not-yet-evaluated",
+    ]

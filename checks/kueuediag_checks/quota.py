@@ -26,28 +26,6 @@ from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
 
-_QUOTA_KINDS = ("insufficient-unused-quota", "exceeds-max-quota", "no-longer-fits", "overlapping-targets")
-_NOT_OURS = (
-    "lq-missing",
-    "lq-stopped",
-    "lq-inactive",
-    "cq-missing",
-    "cq-stopped",
-    "cq-inactive",
-    "namespace-mismatch",
-    "resource-unavailable",
-    "flavor-not-found",
-    "admission-gated",
-    "failed-checks",
-    "preemption-gated",
-    "waiting-podsready",
-    "validation",
-    "deactivated",
-    "dra",
-    "topology-no-fit",
-    "topology-partial-fit",
-    "tas-config",
-)
 _EVICTION_REASONS = (
     "Preempted",
     "PodsReadyTimeout",
@@ -134,6 +112,13 @@ class QuotaCheck(Check):
         idx = kueue_index(snapshot)
         if not cq_name or cq_name not in idx.cluster_queues:
             return []  # LocalQueue/ClusterQueue missing: KD001's
+        cq_view = idx.cluster_queues[cq_name]
+        lq = idx.local_queues.get((w.namespace, w.queue_name or ""))
+        lq_active = lq is None or (
+            lq.stop_policy == "None" and ("Active" not in lq.conditions or lq.conditions["Active"].true)
+        )
+        if not cq_view.active or cq_view.stop_policy != "None" or not lq_active:
+            return []  # a stopped or inactive queue holds everything: KD001's
         fit = workload_fit(snapshot, w, cq_name)
         qr = w.cond("QuotaReserved")
         if qr is None:
@@ -186,19 +171,7 @@ class QuotaCheck(Check):
             return "exceeds-max-quota"
         if pm.has("insufficient-unused-quota", "no-longer-fits", "overlapping-targets"):
             return "waiting-for-quota"
-        if pm.has(*_NOT_OURS) or reason in (
-            "Inadmissible",
-            "Misconfigured",
-            "Suspended",
-            "NoMatchingFlavor",
-            "AdmissionGated",
-            "Waiting",
-            "WaitingForPodsReady",
-            "OnHold",
-            "Deactivated",
-            "TopologyPlacementFailed",
-        ):
-            return None
+        # submission layer (KD001), admission gates, PodsReady blocking, TAS placement: not quota
         return None
 
     # --- no condition at all --------------------------------------------------------------------------------
