@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kueuediag.snapshot.logs import (
+    cluster_queue_log_lines,
     flag_value,
     log_level_info,
     log_lines,
@@ -14,6 +15,7 @@ from kueuediag.snapshot.logs import (
     parse_log_line,
     parse_log_text,
     parse_ts,
+    workload_log_lines,
     zap_level_value,
 )
 from kueuediag.snapshot.model import load_snapshot
@@ -166,3 +168,20 @@ def test_event_mirror_lines_name_their_workload() -> None:
                                 'targets with another workload","type":"Warning","object":{"kind":"Workload",'
                                 '"namespace":"team-vision","name":"job-vit-h14-finetune-e3-543dc"},"reason":"Pending"}')
     assert ln.workload == ("team-vision", "job-vit-h14-finetune-e3-543dc") and ln.verbosity == 1
+
+
+def test_lines_by_workload_and_cluster_queue(fixtures_dir: object) -> None:
+    from pathlib import Path
+
+    snap = load_snapshot(str(Path(str(fixtures_dir)) / "snapshots" / "health-zombie-pod-group"))
+    mine = workload_log_lines(snap, "team-a", "job-llm-finetune-5d2e1")
+    msgs = {ln.msg for ln in mine}
+    assert len(mine) == 12 + 12 + 3 + 1 and msgs == {
+        "Attempting to schedule workload", "Workload evaluated for admission", "Workload re-queued",
+        "Job is suspended and workload not yet admitted by a clusterQueue, nothing to do"}
+    assert workload_log_lines(snap, "other-ns", "job-llm-finetune-5d2e1") == []
+    victim = workload_log_lines(snap, "team-b", "infer-pg-7f9c")  # as targetWorkload of Preempted lines
+    assert {ln.msg for ln in victim} == {"Preempted", "Preemption already issued, waiting for observation"}
+    assert {ln.msg for ln in cluster_queue_log_lines(snap, "team-b")} == {"Preempted"}  # targetClusterQueue
+    crash = load_snapshot(str(Path(str(fixtures_dir)) / "snapshots" / "health-controller-crashloop"))
+    assert [ln.format for ln in workload_log_lines(crash, "nlp", "job-bert-pretrain-41c0d")] == ["console", "console"]

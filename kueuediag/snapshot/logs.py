@@ -334,6 +334,41 @@ def log_lines(snap: Snapshot) -> list[LogLine]:
     return snap.memo("log-lines", build)
 
 
+def workload_log_lines(snap: Snapshot, namespace: str | None, name: str) -> list[LogLine]:
+    """Lines that name a Workload: structured lines through their object refs (indexed once), plain-text and klog
+    lines by the name as a word."""
+
+    def build() -> tuple[dict[str, list[LogLine]], list[LogLine]]:
+        by_name: dict[str, list[LogLine]] = {}
+        unstructured: list[LogLine] = []
+        for ln in log_lines(snap):
+            if ln.workloads:
+                for _, n in set(ln.workloads):
+                    by_name.setdefault(n, []).append(ln)
+            elif ln.format in ("text", "klog") or not ln.fields:
+                unstructured.append(ln)
+        return by_name, unstructured
+
+    by_name, unstructured = snap.memo("log-lines-by-workload", build)
+    hits = [ln for ln in by_name.get(name, []) if ln.names_workload(namespace, name)]
+    hits += [ln for ln in unstructured if ln.names_workload(namespace, name)]
+    hits.sort(key=lambda ln: (ln.file, ln.lineno))
+    return hits
+
+
+def cluster_queue_log_lines(snap: Snapshot, cluster_queue: str) -> list[LogLine]:
+    """Structured lines whose clusterQueue (or targetClusterQueue) is `cluster_queue`."""
+
+    def build() -> dict[str, list[LogLine]]:
+        out: dict[str, list[LogLine]] = {}
+        for ln in log_lines(snap):
+            for cq in ln.cluster_queues:
+                out.setdefault(cq, []).append(ln)
+        return out
+
+    return snap.memo("log-lines-by-cq", build).get(cluster_queue, [])
+
+
 @dataclass(frozen=True)
 class LogLevelInfo:
     """What the controller's log level is, from the flag and from what the logs show."""
