@@ -34,6 +34,7 @@ from kueuediag.target import Target
 from kueuediag.timeutil import format_rfc3339, human_duration
 
 _GPU_HINTS = ("gpu",)
+_KIND_ORDER = {"ConfigMap": 0, "Deployment": 1, "ClusterQueue": 2, "Cohort": 3, "ResourceFlavor": 4}
 
 
 @dataclass
@@ -327,7 +328,7 @@ class SystemHealth(Check):
     # --- configuration changes --------------------------------------------------------------------------
 
     def _changes(self, ctx: _Ctx) -> list[Finding]:
-        window = timedelta(minutes=float(self.opts["change_window_minutes"]))
+        window = timedelta(minutes=float(self.opts["change_window_minutes"])).total_seconds()
         anchor = ctx.onset if ctx.pending and ctx.onset is not None else ctx.snap.now
         relevant_objects = _relevant_objects(ctx)
         near: list[Change] = []
@@ -335,41 +336,43 @@ class SystemHealth(Check):
             if relevant_objects is not None and (c.kind, c.name) not in relevant_objects \
                     and c.kind in ("ClusterQueue", "Cohort", "ResourceFlavor"):
                 continue
-            if abs((c.at - anchor).total_seconds()) <= window.total_seconds():
+            if abs((c.at - anchor).total_seconds()) <= window:
                 near.append(c)
-        # restarts of a pod that is unhealthy now are reported by the controller finding, not as a change
-        restarts = [p for p in controller_pods(ctx.snap) if p.restarts > 0 and p.started is not None and p.healthy
-                    and abs((p.started - anchor).total_seconds()) <= window.total_seconds()]
-        if not near and not restarts:
+        # the Kueue configuration first, then the controller Deployment, then queue objects; closest first
+        near.sort(key=lambda c: (_KIND_ORDER.get(c.kind, 9), abs((c.at - anchor).total_seconds())))
+        # (re)starts of healthy controller pods (container restarts and new pods of a rollout); restarts of a pod
+        # that is unhealthy now belong to the controller finding
+        starts = [p for p in controller_pods(ctx.snap) if p.started is not None and p.healthy
+                  and abs((p.started - anchor).total_seconds()) <= window]
+        if not near and not starts:
             return []
         about = ctx.pending and ctx.onset is not None
-        items = [f"{c.kind} {c.namespace + '/' if c.namespace else ''}{c.name} changed {_rel(c.at, anchor, about)} "
-                 f"by {c.manager} ({c.what})" for c in near]
-        items += [f"controller pod {p.name} restarted {_rel(p.started, anchor, about)}" for p in restarts
-                  if p.started is not None]
-        first = near[0] if near else None
-        if first is not None and len(items) == 1:
-            title = (f"{first.kind} {first.namespace + '/' if first.namespace else ''}{first.name} changed "
-                     f"{_rel(first.at, anchor, about)}")
+        items = [f"{_obj(c.kind, c.namespace, c.name)} changed {_rel(c.at, anchor, about)} by {c.manager} "
+                 f"({c.what})" for c in near]
+        items += [f"controller pod {p.name} {'restarted' if p.restarts else 'started'} "
+                  f"{_rel(p.started, anchor, about)}" for p in starts if p.started is not None]
+        if near:
+            first = near[0]
+            title = f"{_obj(first.kind, first.namespace, first.name)} changed {_rel(first.at, anchor, about)}"
             if first.kind == "ConfigMap" and "; " in first.what:
                 title += f": {first.what.split('; ', 1)[-1]}"
-        elif len(items) == 1:
-            title = items[0]
         else:
-            title = f"{len(items)} configuration changes within {human_duration(window)} of " + (
-                "the pending onset" if about else "the capture")
+            title = items[0]
+        if len(items) > 1:
+            title += f" (+{len(items) - 1} more change{'s' if len(items) > 2 else ''} nearby)"
         evidence = [ev("object", f"managedFields time {format_rfc3339(c.at)} (manager {c.manager}, {c.operation})",
                        kind=c.kind, name=c.name, namespace=c.namespace, field="metadata.managedFields[].time")
                     for c in near[:5]]
         evidence += [ev("object", f"restartCount {p.restarts}, started {format_rfc3339(p.started)}", kind="Pod",
                         name=p.name, namespace=p.namespace, field="status.containerStatuses[manager].state")
-                     for p in restarts[:2] if p.started is not None]
+                     for p in starts[:2] if p.started is not None]
         when = (f"The workload started waiting at {format_rfc3339(anchor)}" if about
                 else f"The snapshot was captured at {format_rfc3339(anchor)}")
         return [self.finding(
             "config-change", title,
             "Changes close to the moment things went wrong are the first suspects (the talk's third bug: "
-            f"guarantee violations began when fair sharing was enabled). {when}; nearby: " + "; ".join(items) + ".",
+            f"guarantee violations began when fair sharing was enabled). {when}; within "
+            f"{human_duration(window)}: " + "; ".join(items) + ".",
             severity=Severity.MEDIUM if about else Severity.LOW, confidence=Confidence.LOW,
             evidence=evidence,
             remediation=["Review the change: `kubectl get <kind> <name> -o yaml --show-managed-fields`; roll it "
@@ -379,6 +382,10 @@ class SystemHealth(Check):
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
+
+
+def _obj(kind: str, namespace: str | None, name: str) -> str:
+    return f"{kind} {namespace + '/' if namespace else ''}{name}"
 
 
 def _node_phrase(group: list[Zombie]) -> str:
