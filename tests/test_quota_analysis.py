@@ -538,3 +538,38 @@ def test_available_never_exceeds_maximum_capacity(tree: tuple[list[dict[str, Any
         assert q0.available == q0.max_capacity  # with no usage everything potential is available
         assert q.max_capacity >= q.nominal
         assert q.free_nominal + q.borrowable >= max(q.available, ZERO_D)
+
+
+@pytest.mark.parametrize(("preference", "expected"), [(None, "a"), ("PreemptionOverBorrowing", "b")])
+def test_flavor_fungibility_preference(preference: str | None, expected: str) -> None:
+    fungibility: dict[str, Any] = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+    if preference:
+        fungibility["preference"] = preference
+    objs = [
+        _flavor("a"),
+        _flavor("b"),
+        _cq(
+            "q",
+            "pool",
+            [_res(GPU, "2")],
+            flavor="a",
+            extra_flavors=[{"name": "b", "resources": [_res(GPU, "8")]}],
+            flavorFungibility=fungibility,
+        ),
+        _cq(
+            "other", "pool", [_res(GPU, "10")], flavor="a", extra_flavors=[{"name": "b", "resources": [_res(GPU, "0")]}]
+        ),
+        _lq("ns", "lq", "q"),
+        _lq("o", "lq", "other"),
+        _wl("ns", "mine", "lq", {GPU: "2"}, admitted_in="q", flavor="b"),
+        _wl("o", "borrower", "lq", {GPU: "6"}, admitted_in="other", flavor="b"),
+        _wl("ns", "new", "lq", {GPU: "4"}),
+    ]
+    snap = _snap(objs)
+    w = workload(snap, "ns", "new")
+    assert w is not None
+    fit = workload_fit(snap, w)
+    assert fit is not None
+    verdicts = {f.flavor: f.verdict for f in fit.pod_sets[0].flavors}
+    assert verdicts == {"a": FitVerdict.FITS_BORROWING, "b": FitVerdict.NEEDS_PREEMPTION}
+    assert fit.chosen()[0][1].flavor == expected

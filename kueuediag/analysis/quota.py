@@ -707,6 +707,20 @@ def _stops(cq: ClusterQueueView, v: FitVerdict) -> bool:
     return False
 
 
+def _preference_rank(cq: ClusterQueueView, f: FlavorFit) -> tuple[int, int]:
+    """Order of flavors when no flavor let the search stop early (``flavorFungibility.preference``): by default
+    borrowing beats preemption; ``PreemptionOverBorrowing`` prefers preempting within nominal quota."""
+    rank = f.verdict.rank
+    if (
+        cq.flavor_fungibility.get("preference") == "PreemptionOverBorrowing"
+        and f.verdict == FitVerdict.NEEDS_PREEMPTION
+        and all(r.quota.usage + r.needed <= r.quota.nominal for r in f.resources)
+    ):
+        rank = FitVerdict.FITS_BORROWING.rank
+        return rank, 0
+    return rank, 1 if f.verdict == FitVerdict.FITS_BORROWING else 0
+
+
 def workload_fit(snap: Snapshot, w: WorkloadView, cq: str | None = None) -> WorkloadFit | None:
     """Recompute how the workload's pod sets fit the ClusterQueue's quota right now.
 
@@ -789,7 +803,7 @@ def _workload_fit(
             if chosen is None:
                 eligible = [f for f in fits if f.eligible]
                 if eligible:
-                    chosen = min(eligible, key=lambda f: f.verdict.rank)
+                    chosen = min(eligible, key=lambda f: _preference_rank(cq, f))
             if chosen is not None:
                 for r in chosen.resources:
                     assigned[(chosen.flavor, r.resource)] += r.request
