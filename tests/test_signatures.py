@@ -124,6 +124,9 @@ def test_signatures_name_catalog_causes_and_are_unique() -> None:
     ("E0101 00:00:00.000000       1 leaderelection.go:1] failed to renew lease kueue-system/x: timed out",
      "leader-election-lost"),
     ('{"level":"error","msg":"Observed a panic","panic":"runtime error"}', "panic"),
+    ('{"level":"Level(-3)","msg":"Workload is inadmissible because the LocalQueue is stopped"}', "localqueue-stopped"),
+    ('{"level":"Level(-3)","msg":"Workload is evicted because the ClusterQueue is stopped"}', "clusterqueue-stopped"),
+    ('{"level":"Level(-2)","msg":"ClusterQueue for workload didn\'t exist; ignored for now"}', "clusterqueue-missing"),
     ('{"level":"Level(-3)","msg":"Preempted","targetWorkload":{"name":"v","namespace":"n"},'
      '"preemptingWorkload":{"name":"w","namespace":"n"}}', "preempted"),
     ('{"level":"Level(-3)","msg":"Workload evaluated for admission","workload":{"name":"w","namespace":"n"},'

@@ -331,10 +331,17 @@ SIGNATURES: tuple[Signature, ...] = (
             r"^Workload is inadmissible because the ClusterQueue is terminating or missing",
     ),
     Signature(
-        "queue-stopped", "Queue stopped",
-        "The workload's LocalQueue or ClusterQueue is stopped (stopPolicy).",
+        "localqueue-stopped", "LocalQueue stopped",
+        "The workload's LocalQueue is stopped (spec.stopPolicy Hold or HoldAndDrain).",
         "localqueue-stopped", _S.HIGH, min_verbosity=3,
-        msg=r"^Workload is (inadmissible|evicted) because the (LocalQueue|ClusterQueue) is stopped",
+        msg=r"^Workload is inadmissible because the LocalQueue is stopped", per="workload",
+    ),
+    Signature(
+        "clusterqueue-stopped", "ClusterQueue stopped",
+        "The workload's ClusterQueue is stopped (spec.stopPolicy Hold or HoldAndDrain): it is inactive and admits "
+        "nothing.",
+        "clusterqueue-inactive", _S.HIGH, min_verbosity=3,
+        msg=r"^Workload is (inadmissible|evicted) because the ClusterQueue is stopped", per="workload",
     ),
 )
 
