@@ -93,7 +93,7 @@ class QuotaCheck(Check):
 
     code = "KD102"
     name = "quota"
-    requires = (Part.WORKLOADS, Part.QUEUES)
+    requires = (Part.WORKLOADS,)
     default_severity = Severity.MEDIUM
     options = {
         "evaluation_grace_seconds": 60,
@@ -110,6 +110,10 @@ class QuotaCheck(Check):
             return []
         cq_name = target.cluster_queue(snapshot)
         idx = kueue_index(snapshot)
+        hidden = snapshot.part_unavailable(Part.QUEUES)
+        if (not cq_name or cq_name not in idx.cluster_queues) and hidden is not None:
+            # Namespace-only permissions: the queues are not visible, Kueue's own message still is.
+            return self._message_only(snapshot, w, hidden)
         if not cq_name or cq_name not in idx.cluster_queues:
             return []  # LocalQueue/ClusterQueue missing: KD001's
         cq_view = idx.cluster_queues[cq_name]
@@ -146,6 +150,57 @@ class QuotaCheck(Check):
         if fit is not None and fit.never_fits:
             return [self._exceeds(snapshot, w, cq_name, fit, qr, pm)]
         return [self._waiting(snapshot, w, cq_name, fit, qr, pm)]
+
+    # --- queues not visible -------------------------------------------------------------------------------------
+    def _message_only(self, snap: Snapshot, w: WorkloadView, hidden: str) -> list[Finding]:
+        """Classify from the QuotaReserved condition alone when ClusterQueues cannot be read (medium confidence)."""
+        qr = w.cond("QuotaReserved")
+        if qr is None:
+            age = snap.age_seconds(w.created) or 0.0
+            if age < self.opts["evaluation_grace_seconds"]:
+                return []
+            return [self.finding(
+                "not-yet-evaluated", f"no QuotaReserved condition after {human_duration(age)}",
+                "Kueue has not written a QuotaReserved condition yet. The ClusterQueue could not be read "
+                f"({hidden}), so the quota could not be recomputed.",
+                confidence=Confidence.MEDIUM, evidence=[self._cond_ev(w, None)],
+            )]
+        pm = parse_pending_message(qr.message)
+        cause = self._cause_from_condition(w, qr, pm)
+        if cause not in ("waiting-for-quota", "exceeds-max-quota", "preemption-in-progress", "not-yet-evaluated"):
+            return []
+        short = _first(pm, "insufficient-unused-quota") or _first(pm, "exceeds-max-quota")
+        if short is not None and short.resource and short.amount is not None:
+            what = (f"{format_quantity(short.amount, short.resource)} more {short.resource} needed in flavor "
+                    f"{short.flavor}" if short.kind == "insufficient-unused-quota" else
+                    f"requests {format_quantity(short.amount, short.resource)} {short.resource} in flavor "
+                    f"{short.flavor}, maximum capacity {short.capacity}")
+        else:
+            what = qr.message[:160]
+        if pm.preempting:
+            what += f"; pending the preemption of {pm.preempting} workload(s)"
+        position = _visible_position(snap, w)
+        since = snap.age_seconds(qr.last_transition)
+        title = f"{what} (from Kueue's message; ClusterQueue not visible)"
+        message = (
+            f"Kueue reports: {qr.message}. kueuediag could not read the ClusterQueue ({hidden}), so it cannot "
+            "recompute quota or say who holds it; this comes from the Workload's own condition"
+            + (f", unchanged for {human_duration(since)}" if since is not None else "") + "."
+            + (f" Position {position}." if position else "")
+        )
+        evidence = [self._cond_ev(w, qr)]
+        if position:
+            evidence.append(ev("object", position, kind="PendingWorkloadsSummary", name=w.queue_name or "?",
+                               namespace=w.namespace, field="items[].positionInLocalQueue"))
+        severity = Severity.HIGH if cause == "exceeds-max-quota" else self.default_severity
+        return [self.finding(
+            cause, title, message, severity=severity, confidence=Confidence.MEDIUM, evidence=evidence,
+            remediation=[
+                "Ask a cluster admin to run `kueuediag why` with cluster-wide read access for the full picture "
+                "(quota, borrowers, queue order).",
+                *self.finding(cause, "", "").remediation,
+            ],
+        )]
 
     # --- classification -------------------------------------------------------------------------------------
     @staticmethod
@@ -738,6 +793,22 @@ def _evented_victims(snap: Snapshot, w: WorkloadView) -> list[tuple[str, str, st
             seen.add(m.group("uid"))
             out.append((m.group("name"), m.group("uid"), e.message))
     return out
+
+
+def _visible_position(snap: Snapshot, w: WorkloadView) -> str:
+    """Queue position from a stored visibility-API answer (PendingWorkloadsSummary), if the collector got one."""
+    for summary in snap.of_kind("PendingWorkloadsSummary"):
+        for item in summary.get("items") or ():
+            meta = item.get("metadata") or {}
+            if meta.get("name") == w.name and meta.get("namespace", w.namespace) == w.namespace:
+                lq, cq = item.get("positionInLocalQueue"), item.get("positionInClusterQueue")
+                parts = []
+                if lq is not None:
+                    parts.append(f"{int(lq) + 1} in LocalQueue {item.get('localQueueName') or w.queue_name}")
+                if cq is not None:
+                    parts.append(f"{int(cq) + 1} in its ClusterQueue")
+                return ", ".join(parts)
+    return ""
 
 
 def _never_fitting(fit: WorkloadFit | None) -> ResourceFit | None:

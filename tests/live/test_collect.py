@@ -139,6 +139,11 @@ def test_researcher_with_namespace_read_only(api_server: ServerFactory, tmp_path
     verdict = diagnose(snap, target, discover(), Settings())
     assert verdict.workload.name == target.workload.name and verdict.workload.state == "pending"
     assert any(r.outcome is Outcome.SKIPPED and "forbidden" in (r.reason or "") for r in verdict.runs)
+    # still a useful verdict: Kueue's own message, classified, with the LocalQueue position from the visibility API
+    assert verdict.cause == "waiting-for-quota"
+    top = verdict.findings[0].finding
+    assert "ClusterQueue not visible" in top.title and top.confidence.label == "medium"
+    assert any(e.ref is not None and e.ref.kind == "PendingWorkloadsSummary" for e in top.evidence)
     assert {r.method for r in requests} == {"GET"}
 
 
