@@ -1,0 +1,76 @@
+"""Target resolution the way Kueue links objects (kueue-facts §7.3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kueuediag.errors import InputError, TargetNotFound
+from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.target import parse_target, resolve
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def spot() -> Snapshot:
+    return load_snapshot(str(FIX / "snapshots" / "release-l4-spot"))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("job/x", ("Job", "batch", "x")),
+    ("jobset/x", ("JobSet", "jobset.x-k8s.io", "x")),
+    ("wl/x", ("Workload", "kueue.x-k8s.io", "x")),
+    ("rayjob.ray.io/x", ("rayjob", "ray.io", "x")),
+    ("x", (None, None, "x")),
+])
+def test_parse_target(text: str, expected: tuple[str | None, str | None, str]) -> None:
+    assert parse_target(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "job/", "a/b/c"])
+def test_parse_target_rejects_junk(bad: str) -> None:
+    with pytest.raises(InputError):
+        parse_target(bad)
+
+
+@pytest.mark.parametrize("text", ["job/whisper-batch", "whisper-batch", "pod/whisper-batch-0-jg6cl",
+                                  "workload/job-whisper-batch-588f6", "job-whisper-batch-588f6"])
+def test_every_spelling_reaches_the_jobs_workload(spot: Snapshot, text: str) -> None:
+    t = resolve(spot, text, "team-nlp")
+    assert t.workload is not None and t.workload.name == "job-whisper-batch-588f6"
+    assert t.owner_kind == "Job" and t.owner_name == "whisper-batch"
+
+
+def test_jobset_by_job_uid_label(spot: Snapshot) -> None:
+    t = resolve(spot, "jobset/rag-eval", None)
+    assert t.workload is not None and t.workload.name == "jobset-rag-eval-aa1a9" and t.namespace == "team-nlp"
+
+
+def test_pod_group_label() -> None:
+    snap = load_snapshot(str(FIX / "snapshots" / "health-zombie-pod-group"))
+    t = resolve(snap, "pod/infer-pg-7f9c-0", "team-b")
+    assert t.workload is not None and t.workload.name == "infer-pg-7f9c"
+    assert t.pod is not None and t.pod["metadata"]["name"] == "infer-pg-7f9c-0"
+
+
+def test_single_pod_integration_pod_owns_its_workload() -> None:
+    snap = load_snapshot(str(FIX / "scenarios" / "slow-preemption"))
+    t = resolve(snap, "pod/nlp-sft-llama70b-r8", "team-nlp")
+    assert t.workload is not None and t.workload.name == "pod-nlp-sft-llama70b-r8-0e6f2"
+    assert t.owner_kind == "Pod"
+
+
+def test_other_integration_without_workload_is_not_an_error() -> None:
+    snap = load_snapshot(str(FIX / "snapshots" / "submission-unmanaged"))
+    t = resolve(snap, "rayjob.ray.io/rl-tune", "team-a")
+    assert t.workload is None and t.owner_kind == "RayJob" and t.owner_name == "rl-tune"
+
+
+def test_not_found_lists_closest_names(spot: Snapshot) -> None:
+    with pytest.raises(TargetNotFound) as info:
+        resolve(spot, "job/whisper-bach", None)
+    assert "job/whisper-batch -n team-nlp" in info.value.suggestions
+    with pytest.raises(TargetNotFound):
+        resolve(spot, "job/whisper-batch", "team-speech")
