@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation, localcontext
+from functools import lru_cache
 
 from kueuediag.errors import InputError
 
@@ -62,6 +63,12 @@ def parse_quantity(value: object) -> Decimal:
         return value
     if not isinstance(value, str):
         raise QuantityError(f"invalid quantity {value!r}: expected a string or number")
+    return _parse_text(value)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Decimal:
+    """Parse a quantity string (cached: clusters repeat the same few quantities millions of times)."""
     text = value.strip()
     m = _RE.match(text)
     if not m:

@@ -7,6 +7,7 @@ check that never asks for pods never pays for them.
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -265,7 +266,17 @@ def load_snapshot(path: str, now: datetime | None = None) -> Snapshot:
     """Read and index a snapshot from disk."""
     from kueuediag.snapshot.reader import read_snapshot
 
-    snap = Snapshot(read_snapshot(path), now=now)
+    # Loading creates millions of small objects and none of them form garbage cycles: the cyclic GC would
+    # rescan the whole heap again and again (a third of the load time on a 200 MB snapshot). Pause it while
+    # reading, then move the loaded objects out of its view.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        snap = Snapshot(read_snapshot(path), now=now)
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
     if snap.metrics_text:
         # Validate metrics at load so a malformed .om file is an input error (exit 2), not an errored check.
         from kueuediag.snapshot.metrics import metric_store
