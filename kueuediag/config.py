@@ -83,17 +83,21 @@ def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
     settings.source.append(origin)
 
 
+def _read_yaml_config(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: invalid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping")
+    return data
+
+
 def find_config_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
     for folder in (start, *start.parents):
         yml = folder / ".kueuediag.yaml"
         if yml.is_file():
-            try:
-                data = yaml.safe_load(yml.read_text()) or {}
-            except yaml.YAMLError as exc:
-                raise InputError(f"{yml}: invalid YAML ({str(exc).splitlines()[0]})") from None
-            if not isinstance(data, dict):
-                raise InputError(f"{yml}: expected a mapping")
-            return yml, data
+            return yml, _read_yaml_config(yml)
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             try:
@@ -114,13 +118,7 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None,
         if config_file.name != "pyproject.toml":
             if not config_file.is_file():
                 raise InputError(f"{config_file}: no such config file")
-            try:
-                data = yaml.safe_load(config_file.read_text()) or {}
-            except yaml.YAMLError as exc:
-                raise InputError(f"{config_file}: invalid YAML ({str(exc).splitlines()[0]})") from None
-            if not isinstance(data, dict):
-                raise InputError(f"{config_file}: expected a mapping")
-            found = (config_file, data)
+            found = (config_file, _read_yaml_config(config_file))
     else:
         found = find_config_file(cwd or Path.cwd())
     if found:

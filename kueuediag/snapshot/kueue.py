@@ -247,6 +247,15 @@ class ResourceGroup:
     """ordered (flavor name, resource → quota)"""
 
 
+def find_quota(groups: list[ResourceGroup], flavor: str, resource: str) -> Quota | None:
+    """The quota of (flavor, resource) in a ClusterQueue's or Cohort's resource groups."""
+    for rg in groups:
+        for fname, quotas in rg.flavors:
+            if fname == flavor and resource in quotas:
+                return quotas[resource]
+    return None
+
+
 def _resource_groups(spec: dict[str, Any], where: str) -> list[ResourceGroup]:
     groups = []
     for rg in spec.get("resourceGroups") or ():
@@ -300,11 +309,7 @@ class ClusterQueueView:
     weighted_share: int | None
 
     def quota(self, flavor: str, resource: str) -> Quota | None:
-        for rg in self.resource_groups:
-            for fname, quotas in rg.flavors:
-                if fname == flavor and resource in quotas:
-                    return quotas[resource]
-        return None
+        return find_quota(self.resource_groups, flavor, resource)
 
     def flavor_names(self) -> list[str]:
         return [f for rg in self.resource_groups for f, _ in rg.flavors]
@@ -360,11 +365,7 @@ class CohortView:
     weighted_share: int | None
 
     def quota(self, flavor: str, resource: str) -> Quota | None:
-        for rg in self.resource_groups:
-            for fname, quotas in rg.flavors:
-                if fname == flavor and resource in quotas:
-                    return quotas[resource]
-        return None
+        return find_quota(self.resource_groups, flavor, resource)
 
 
 def cohort_view(obj: dict[str, Any]) -> CohortView:
