@@ -6,13 +6,12 @@ status); stdout carries only the path of the written snapshot.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from datetime import UTC, datetime
 
 import typer
 
-from kueuediag.cli.common import handle_errors, split_csv
+from kueuediag.cli.common import handle_errors, split_csv, stderr_status
 from kueuediag.errors import ExitCode, InputError
 
 
@@ -55,21 +54,17 @@ def register(app: typer.Typer) -> None:
             raise InputError("use either -n NAMESPACE or -A, not both")
         if redact_map and not redact:
             raise InputError("--redact-map needs --redact")
-        status = _status()
-        opts = LiveOptions(
-            kubeconfig=kubeconfig, context=context, kueue_namespace=kueue_namespace, since=since,  # type: ignore[arg-type]
-            timeout=timeout, prometheus_url=prometheus_url,
-            prometheus_headers=prometheus_header or [],  # type: ignore[arg-type]
-            prometheus_ca=prometheus_ca, prometheus_insecure=prometheus_insecure, verbose=verbose,
-            progress=status.update if status else None,
-            report=lambda line: typer.echo(line, err=True),
-        )
         target = output or f"kueuediag-snapshot-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
-        try:
+        with stderr_status("collecting from the cluster…") as progress:
+            opts = LiveOptions(
+                kubeconfig=kubeconfig, context=context, kueue_namespace=kueue_namespace,
+                since=since,  # type: ignore[arg-type]
+                timeout=timeout, prometheus_url=prometheus_url,
+                prometheus_headers=prometheus_header or [],  # type: ignore[arg-type]
+                prometheus_ca=prometheus_ca, prometheus_insecure=prometheus_insecure, verbose=verbose,
+                progress=progress, report=lambda line: typer.echo(line, err=True),
+            )
             result = take_snapshot(target, opts, namespaces=namespaces, redact=redact, redact_map=redact_map)
-        finally:
-            if status:
-                status.stop()
         kinds = Counter(str(o.get("kind")) for o in result.raw.objects)
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
         typer.echo(f"kueuediag: recorded {summary}; {len(result.raw.logs)} log file(s), "
@@ -79,23 +74,3 @@ def register(app: typer.Typer) -> None:
         typer.echo(str(result.path))
         raise typer.Exit(int(ExitCode.OK))
 
-
-class _Status:
-    def __init__(self) -> None:
-        from rich.console import Console
-
-        self._status = Console(stderr=True).status("collecting from the cluster…")
-        self._status.start()
-
-    def update(self, text: str) -> None:
-        self._status.update(text)
-
-    def stop(self) -> None:
-        self._status.stop()
-
-
-def _status() -> _Status | None:
-    """A rich status line on stderr when stderr is a terminal; nothing otherwise (logs, CI)."""
-    if not sys.stderr.isatty():
-        return None
-    return _Status()

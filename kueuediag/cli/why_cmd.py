@@ -65,7 +65,8 @@ def diagnose_and_print(
         from kueuediag.live import LiveOptions, live_snapshot_for_why
 
         with stderr_status("collecting from the cluster") as progress:
-            opts = LiveOptions(**(live or {}), namespace=namespace, progress=progress)
+            opts = LiveOptions(**(live or {}), namespace=namespace, progress=progress,
+                               report=lambda line: typer.echo(line, err=True))
             snap = live_snapshot_for_why(target, namespace, opts)
         if moment is not None:
             snap.now = moment
@@ -90,7 +91,8 @@ def register(app: typer.Typer) -> None:
     @app.command("why")
     @handle_errors
     def why(
-        target: str = typer.Argument(..., help="job/NAME, jobset/NAME, pod/NAME, workload/NAME, KIND.GROUP/NAME or NAME"),
+        target: str = typer.Argument(
+            ..., help="job/NAME, jobset/NAME, pod/NAME, workload/NAME, KIND.GROUP/NAME or NAME"),
         namespace: str | None = typer.Option(None, "-n", "--namespace", help="Namespace of the target."),
         source: str | None = typer.Option(
             None, "--from", "-f",
