@@ -90,10 +90,14 @@ class AdmissionRate(Check):
         }
         trickle = detect_trickle(rates.admission_times, min_events=int(self.opts["min_admissions"]),
                                  min_gap=float(self.opts["min_gap_seconds"]), max_cv=float(self.opts["max_cv"]))
-        if trickle is not None:
+        found = None
+        # A trickle that ended more than a stall window ago is history: the stall after it is the news.
+        trickle_is_current = trickle is not None and bool(rates.admission_times) and \
+            max(rates.admission_times) >= rates.end - stall - trickle.median_gap
+        if trickle is not None and trickle_is_current:
             found = self._trickle(snapshot, w, cq, rates, trickle, spark, data)
-            return [found] if found else []
-        found = self._stall(snapshot, w, cq, rates, stall, spark, data)
+        if found is None:
+            found = self._stall(snapshot, w, cq, rates, stall, spark, data)
         return [found] if found else []
 
     # --- helpers ---------------------------------------------------------------------------------------------
