@@ -20,6 +20,8 @@ _MODULES: tuple[tuple[str, str], ...] = (
     ("kueuediag_checks.release_state", "ReleaseState"),
     ("kueuediag_checks.guarantee_violation", "GuaranteeViolation"),
     ("kueuediag_checks.fair_sharing", "FairSharing"),
+    ("kueuediag_checks.quota", "QuotaCheck"),
+    ("kueuediag_checks.queue_position", "QueuePosition"),
     ("kueuediag_checks.queue_configuration", "QueueConfiguration"),
     ("kueuediag_checks.admission_checks", "AdmissionChecks"),
 )
