@@ -50,7 +50,8 @@ def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
     known = {"select", "ignore", "severity", "checks", "fail_on", "fail-on", "output"}
     unknown = set(data) - known
     if unknown:
-        raise InputError(f"{origin}: unknown setting(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
+        raise InputError(
+            f"{origin}: unknown setting(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
     if "select" in data:
         settings.select = _as_list(data["select"], "select")
     if "ignore" in data:

@@ -234,7 +234,8 @@ def _suggest(snap: Snapshot, name: str, namespace: str | None) -> list[str]:
         if namespace is None or w.namespace == namespace:
             names[w.name] = f"workload/{w.name} -n {w.namespace}"
             if w.owner and w.owner.get("name"):
-                names.setdefault(w.owner["name"], f"{w.owner.get('kind', '').lower()}/{w.owner['name']} -n {w.namespace}")
+                owner_kind = str(w.owner.get("kind", "")).lower()
+                names.setdefault(w.owner["name"], f"{owner_kind}/{w.owner['name']} -n {w.namespace}")
     for kind in ("Job", "JobSet", "Pod"):
         for obj in snap.of_kind(kind):
             m = meta(obj)

@@ -132,7 +132,8 @@ def test_snapshot_path_does_not_import_kubernetes() -> None:
     code = (
         "import sys\n"
         "from kueuediag.cli import build_app\n"
-        f"try:\n    build_app()(['why', 'job/resnet-train', '--from', {BASIC!r}, '-o', 'json'], prog_name='kueuediag')\n"
+        f"args = ['why', 'job/resnet-train', '--from', {BASIC!r}, '-o', 'json']\n"
+        "try:\n    build_app()(args, prog_name='kueuediag')\n"
         "except SystemExit:\n    pass\n"
         "print('HEAVY=' + ','.join(m for m in ('kubernetes', 'prometheus_api_client') if m in sys.modules))\n"
     )

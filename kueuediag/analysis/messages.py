@@ -90,7 +90,8 @@ _FLAVOR_REASONS: list[tuple[str, re.Pattern[str]]] = [
         r"(?P<level>\S+)")),
     ("tas-config", re.compile(
         r"(Flavor \"(?P<flavor>[^\"]+)\" (?:does not support TopologyAwareScheduling|information missing in TAS cache|"
-        r"does not contain the requested level|supports only TopologyAwareScheduling)|no requested topology level[^,;]*|"
+        r"does not contain the requested level|supports only TopologyAwareScheduling)|"
+        r"no requested topology level[^,;]*|"
         r"no topology domains at level[^,;]*|topology level not specified|workload requires Topology, but there is no "
         r"TAS cache information|no TAS flavor assigned|more than one TAS flavor assigned[^,;]*)")),
 ]
@@ -110,7 +111,8 @@ _WHOLE: list[tuple[str, re.Pattern[str]]] = [
     ("no-longer-fits", re.compile(r"^Workload no longer fits after processing another workload")),
     ("preemption-gated", re.compile(r"^Workload requires preemption, but it's gated")),
     ("waiting-podsready", re.compile(r"^waiting for all admitted workloads to be in PodsReady condition")),
-    ("validation", re.compile(r"^(resources validation failed|resources didn't satisfy LimitRange constraints): (?P<name>.*)")),
+    ("validation", re.compile(
+        r"^(resources validation failed|resources didn't satisfy LimitRange constraints): (?P<name>.*)")),
     ("pending-evaluation", re.compile(r"^(Workload is pending evaluation in the scheduling queue|"
                                       r"AdmissionGatedBy cleared, waiting for quota reservation)")),
     ("bypassed", re.compile(r"^Bypassed scheduling evaluation because an equivalent workload recently failed")),
@@ -183,7 +185,8 @@ _INACTIVE_PARTS = [
     ("stopped", re.compile(r"is stopped")),
     ("missing-flavors", re.compile(r"references missing ResourceFlavor\(s\): (?P<names>[^.]+?)(?:, references|\.$|$)")),
     ("missing-checks", re.compile(r"references missing AdmissionCheck\(s\): (?P<names>[^.]+?)(?:, references|\.$|$)")),
-    ("inactive-checks", re.compile(r"references inactive AdmissionCheck\(s\): (?P<names>[^.]+?)(?:, references|\.$|$)")),
+    ("inactive-checks", re.compile(
+        r"references inactive AdmissionCheck\(s\): (?P<names>[^.]+?)(?:, references|\.$|$)")),
     ("missing-topology", re.compile(r"there is no Topology \"(?P<names>[^\"]+)\"")),
     ("terminating", re.compile(r"clusterQueue is terminating")),
 ]
