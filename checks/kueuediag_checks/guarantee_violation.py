@@ -153,9 +153,10 @@ class GuaranteeViolation(Check):
         if others:
             parts.append(f"{len(others)} other pending workload(s) in the cluster are in the same "
                          "situation.")
-        parts.append("A guarantee violation is a symptom: the root-cause findings ranked above this one "
-                     "(fragmentation, slow or stuck preemption, release to Kubernetes, the controller) "
-                     "say why.")
+        parts.append("A guarantee violation is a symptom: when a root cause is found (fragmentation, slow or "
+                     "stuck preemption, release to Kubernetes, the controller) it ranks above this finding and "
+                     "says why; when none ranks above it, no layer explains the wait — treat it as a possible "
+                     "Kueue scheduling bug and escalate with a snapshot (`kueuediag snapshot --redact`).")
         evidence = self._quota_evidence(snap, cq, sorted(requests))
         qr = w.cond("QuotaReserved")
         if qr is not None:
