@@ -67,6 +67,8 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
     start = time.perf_counter()
     try:
         findings = check.run(snap, target)
+    except InputError:
+        raise  # bad input (a junk quantity in an object the check read) is the user's to fix: exit 2
     except Exception as exc:  # isolation: one broken check must not break the diagnosis
         elapsed = (time.perf_counter() - start) * 1000
         return CheckRun(**base, outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}",

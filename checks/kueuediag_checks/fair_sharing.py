@@ -81,7 +81,7 @@ class FairSharing(Check):
         A disagreement on a fixed release usually means the status was captured mid-update: re-collect.
 
     Example:
-        `ClusterQueue team-b borrows 2 nvidia.com/gpu of 2048 lendable (share 0.98‰ → 1) but Kueue reports
+        `ClusterQueue team-b borrows 2 nvidia.com/gpu of 2048 lendable (weighted share 0.98 → 1) but Kueue reports
         weightedShare 0 (rounding bug, Kueue v0.13.2) [fair-sharing-anomaly]`
     """
 
@@ -167,8 +167,8 @@ class FairSharing(Check):
                    else f"not explained by Kueue {vtext}'s arithmetic")
             if d.dominant_resource is not None:
                 what = (f"borrows {fmt_amount(res, d.borrowed[res])} {res} of "
-                        f"{fmt_amount(res, d.lendable[res])} lendable (share "
-                        f"{fmt_fraction(d.weighted_share)}‰ → {first.precise})")
+                        f"{fmt_amount(res, d.lendable[res])} lendable (weighted share "
+                        f"{fmt_fraction(d.weighted_share)} → {first.precise})")
             else:
                 what = d.explain()
             title = f"{kind} {name} {what} but Kueue reports weightedShare 0 ({why})"
@@ -185,7 +185,7 @@ class FairSharing(Check):
             k, n = a.key
             evidence.append(ev(
                 "object", f"weightedShare {a.reported}; recomputed: {a.drs.explain()}, weight "
-                f"{a.drs.weight.normalize()}, precise share {fmt_fraction(a.drs.weighted_share)}",
+                f"{format(a.drs.weight.normalize(), 'f')}, precise share {fmt_fraction(a.drs.weighted_share)}",
                 kind=k, name=n, field="status.fairSharing.weightedShare",
                 expected=str(a.precise if a.zero_while_borrowing else a.expected)))
         floor = version_floor(snap) if version.parsed is None else None
@@ -238,7 +238,8 @@ class FairSharing(Check):
         if a.zero_while_borrowing:
             parts.append(
                 f"{kind} {name} is borrowing from cohort {root} ({d.explain()}; weight "
-                f"{d.weight.normalize()}), so its dominant resource share is {fmt_fraction(d.weighted_share)} and "
+                f"{format(d.weight.normalize(), 'f')}), so its dominant resource share is "
+                f"{fmt_fraction(d.weighted_share)} and "
                 f"Kueue should report weightedShare {a.precise}. It reports 0, which means \"within its "
                 "guarantees\": fair-sharing preemption never picks its workloads, so a ClusterQueue that lent "
                 "it quota cannot reclaim its nominal quota, and it wins admission tournaments it should lose.")

@@ -25,6 +25,7 @@ from kueuediag.analysis.signatures import (
 )
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
@@ -191,7 +192,7 @@ def _borrowing_zero_share(ctx: _Ctx) -> _Match | None:
         return None
     about = ctx.pending and any(shares_quota_with(ctx.idx, ctx.cq, q.name) for q in bad)
     evidence = [ev("object", f"weightedShare 0 while borrowing "
-                             f"{', '.join(f'{v} {r}' for r, v in sorted(_borrowed(q).items()))}",
+                             f"{', '.join(f'{format_quantity(v, r)} {r}' for r, v in sorted(_borrowed(q).items()))}",
                    kind="ClusterQueue", name=q.name, field="status.fairSharing.weightedShare",
                    expected="> 0 for a borrowing ClusterQueue") for q in bad[:4]]
     names = ", ".join(q.name for q in bad)

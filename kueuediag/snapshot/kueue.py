@@ -7,11 +7,13 @@ snapshot is normalised once whatever number of checks ask.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
+from kueuediag.errors import InputError
 from kueuediag.quantity import ZERO, parse_quantity, parse_resource_list
 from kueuediag.snapshot.k8s import (
     Condition,
@@ -25,9 +27,10 @@ from kueuediag.snapshot.k8s import (
     pod_spec_requests,
     pod_view,
 )
-from kueuediag.snapshot.model import Snapshot
+from kueuediag.snapshot.model import Snapshot, malformed
 from kueuediag.timeutil import parse_time_lenient
 
+V = TypeVar("V")
 FlavorResource = tuple[str, str]
 """(flavor name, resource name)"""
 
@@ -272,8 +275,8 @@ def _resource_groups(spec: dict[str, Any], where: str) -> list[ResourceGroup]:
                         lending_limit=None if r.get("lendingLimit") is None
                         else parse_quantity(r.get("lendingLimit")),
                     )
-                except ValueError as exc:
-                    raise type(exc)(f"{where} flavor {fq.get('name')} resource {rname}: {exc}") from None
+                except InputError as exc:
+                    raise InputError(f"{where} flavor {fq.get('name')} resource {rname}: {exc}") from None
             flavors.append((fq.get("name", ""), quotas))
         groups.append(ResourceGroup(covered=list(rg.get("coveredResources") or []), flavors=flavors))
     return groups
@@ -454,15 +457,15 @@ def kueue_index(snap: Snapshot) -> KueueIndex:
 
 
 def _build_index(snap: Snapshot) -> KueueIndex:
-    cqs = {v.name: v for v in map(cluster_queue_view, snap.of_kind("ClusterQueue"))}
-    cohorts = {v.name: v for v in map(cohort_view, snap.of_kind("Cohort"))}
+    cqs = {v.name: v for v in map(guarded(cluster_queue_view), snap.of_kind("ClusterQueue"))}
+    cohorts = {v.name: v for v in map(guarded(cohort_view), snap.of_kind("Cohort"))}
     implicit = {q.cohort for q in cqs.values() if q.cohort} | {c.parent for c in cohorts.values() if c.parent}
     for name in implicit:
         if name and name not in cohorts:
             cohorts[name] = CohortView(obj=None, name=name, parent=None, resource_groups=[],
                                        fair_weight=Decimal(1), weighted_share=None)
-    lqs = {(v.namespace, v.name): v for v in map(local_queue_view, snap.of_kind("LocalQueue"))}
-    flavors = {v.name: v for v in map(flavor_view, snap.of_kind("ResourceFlavor"))}
+    lqs = {(v.namespace, v.name): v for v in map(guarded(local_queue_view), snap.of_kind("LocalQueue"))}
+    flavors = {v.name: v for v in map(guarded(flavor_view), snap.of_kind("ResourceFlavor"))}
     topologies = {
         meta(t).get("name", ""): [lv.get("nodeLabel", "") for lv in (t.get("spec") or {}).get("levels") or ()]
         for t in snap.of_kind("Topology")
@@ -472,8 +475,23 @@ def _build_index(snap: Snapshot) -> KueueIndex:
     return KueueIndex(cqs, cohorts, lqs, flavors, topologies, pcs, acs)
 
 
+def guarded(build: Callable[[dict[str, Any]], V]) -> Callable[[dict[str, Any]], V]:
+    """Wrap a view builder: a malformed object becomes an InputError naming the object and field."""
+
+    def wrapper(obj: dict[str, Any]) -> V:
+        try:
+            return build(obj)
+        except InputError:
+            raise
+        except (TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
+            raise malformed(obj, exc) from None
+
+    return wrapper
+
+
 def workloads(snap: Snapshot) -> list[WorkloadView]:
-    return snap.memo("workloads", lambda: [workload_view(o) for o in snap.of_kind("Workload")])
+    build = guarded(workload_view)
+    return snap.memo("workloads", lambda: [build(o) for o in snap.of_kind("Workload")])
 
 
 def workload(snap: Snapshot, namespace: str, name: str) -> WorkloadView | None:
@@ -504,7 +522,8 @@ def cluster_queue_of(idx: KueueIndex, w: WorkloadView) -> str | None:
 
 
 def pods(snap: Snapshot) -> list[PodView]:
-    return snap.memo("pods", lambda: [pod_view(o) for o in snap.of_kind("Pod")])
+    build = guarded(pod_view)
+    return snap.memo("pods", lambda: [build(o) for o in snap.of_kind("Pod")])
 
 
 def pods_by_node(snap: Snapshot) -> dict[str, list[PodView]]:
@@ -519,11 +538,13 @@ def pods_by_node(snap: Snapshot) -> dict[str, list[PodView]]:
 
 
 def nodes(snap: Snapshot) -> list[NodeView]:
-    return snap.memo("nodes", lambda: [node_view(o) for o in snap.of_kind("Node")])
+    build = guarded(node_view)
+    return snap.memo("nodes", lambda: [build(o) for o in snap.of_kind("Node")])
 
 
 def events(snap: Snapshot) -> list[EventView]:
-    return snap.memo("events", lambda: [event_view(o) for o in snap.of_kind("Event")])
+    build = guarded(event_view)
+    return snap.memo("events", lambda: [build(o) for o in snap.of_kind("Event")])
 
 
 def events_for(snap: Snapshot, kind: str, namespace: str | None, name: str) -> list[EventView]:

@@ -36,6 +36,34 @@ KUEUE_VERSIONS: dict[str, set[str]] = {
     "MultiKueueConfig": {"v1alpha1", "v1beta1", "v1beta2"},
     "MultiKueueCluster": {"v1alpha1", "v1beta1", "v1beta2"},
 }
+_COMMON_SHAPE = ("metadata:dict", "spec:dict", "status:dict", "metadata.labels:dict", "metadata.annotations:dict",
+                 "metadata.ownerReferences:list", "metadata.ownerReferences[]:dict", "status.conditions:list",
+                 "status.conditions[]:dict")
+_RESOURCE_GROUPS = ("spec.resourceGroups:list", "spec.resourceGroups[]:dict", "spec.resourceGroups[].flavors:list",
+                    "spec.resourceGroups[].flavors[]:dict", "spec.resourceGroups[].flavors[].resources:list",
+                    "spec.resourceGroups[].flavors[].resources[]:dict")
+_POD_SPEC = ("containers:list", "containers[]:dict", "containers[].resources:dict", "initContainers:list",
+             "initContainers[]:dict", "tolerations:list", "nodeSelector:dict", "terminationGracePeriodSeconds:int")
+SHAPES: dict[str, tuple[str, ...]] = {
+    # The fields checks read, with the JSON type kubectl always writes. A mismatch is an input error at load,
+    # naming the object and field, instead of a confusing failure inside a check later.
+    "Workload": ("spec.podSets:list", "spec.podSets[]:dict", "spec.podSets[].count:int", "spec.podSets[].template:dict",
+                 "spec.podSets[].template.spec:dict", *("spec.podSets[].template.spec." + f for f in _POD_SPEC),
+                 "spec.priority:int", "spec.queueName:str", "status.admission:dict",
+                 "status.admission.podSetAssignments:list", "status.admission.podSetAssignments[]:dict",
+                 "status.admissionChecks:list", "status.requeueState:dict"),
+    "ClusterQueue": (*_RESOURCE_GROUPS, "spec.namespaceSelector:dict"),
+    "Cohort": _RESOURCE_GROUPS,
+    "LocalQueue": ("spec.clusterQueue:str",),
+    "ResourceFlavor": ("spec.nodeLabels:dict", "spec.nodeTaints:list", "spec.tolerations:list"),
+    "Pod": ("status.containerStatuses:list", *("spec." + f for f in _POD_SPEC)),
+    "Node": ("status.allocatable:dict", "status.capacity:dict", "spec.taints:list", "spec.taints[]:dict"),
+    "WorkloadPriorityClass": ("value:int",),
+    "Topology": ("spec.levels:list", "spec.levels[]:dict"),
+}
+LAZY_SHAPE_KINDS = {"Workload", "Pod", "Job", "Event"}
+"""Bulk kinds: their shapes are checked only when building a view fails (see `malformed`), keeping loads fast."""
+_TYPES: dict[str, tuple[type, ...]] = {"dict": (dict,), "list": (list,), "int": (int,), "str": (str,)}
 DROPPED_KINDS = {"Secret"}
 """Never kept in memory, even when a user's dump contains them."""
 
@@ -109,6 +137,11 @@ class Snapshot:
                 f"{kind} {obj['metadata'].get('name')}: unsupported apiVersion {api} "
                 f"(kueuediag reads {', '.join(sorted(KUEUE_VERSIONS[kind]))})"
             )
+        for part in ("metadata", "spec", "status"):
+            if part in obj and obj[part] is not None and not isinstance(obj[part], dict):
+                _shape_error(obj, part, "dict", obj[part])
+        if kind not in LAZY_SHAPE_KINDS:
+            _check_shapes(obj)
         ns, name = _ns_name(obj)
         key = (kind, ns, name)
         if key in self._by_key:
@@ -186,6 +219,70 @@ class Snapshot:
 
     def age_seconds(self, moment: datetime | None) -> float | None:
         return None if moment is None else (self.now - moment).total_seconds()
+
+
+_Rule = tuple[str, tuple[tuple[str, bool], ...], str]
+
+
+def _compile(rule: str) -> _Rule:
+    path, _, type_name = rule.rpartition(":")
+    segments = tuple((p[:-2], True) if p.endswith("[]") else (p, False) for p in path.split("."))
+    return path, segments, type_name
+
+
+_COMPILED: dict[str, tuple[_Rule, ...]] = {}
+
+
+def _rules_for(kind: str) -> tuple[_Rule, ...]:
+    rules = _COMPILED.get(kind)
+    if rules is None:
+        rules = _COMPILED[kind] = tuple(_compile(r) for r in _COMMON_SHAPE + SHAPES.get(kind, ()))
+    return rules
+
+
+def _check_shapes(obj: dict[str, Any]) -> None:
+    for path, segments, type_name in _rules_for(obj["kind"]):
+        values: list[Any] = [obj]
+        for key, many in segments:
+            nxt: list[Any] = []
+            for v in values:
+                child = v.get(key) if isinstance(v, dict) else None
+                if child is None:
+                    continue
+                if many:
+                    if isinstance(child, list):
+                        nxt.extend(c for c in child if c is not None)
+                else:
+                    nxt.append(child)
+            values = nxt
+            if not values:
+                break
+        for v in values:
+            if not isinstance(v, _TYPES[type_name]) or (type_name == "int" and isinstance(v, bool)):
+                _shape_error(obj, path, type_name, v)
+
+
+def malformed(obj: dict[str, Any], exc: Exception) -> InputError:
+    """The input error for an object whose normalisation failed: the precise field when a shape rule finds it."""
+    try:
+        _check_shapes(obj)
+    except InputError as precise:
+        return precise
+    raw_meta = obj.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    where = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
+    return InputError(f"{obj.get('kind')} {where}: malformed object ({type(exc).__name__}: {exc})")
+
+
+def _shape_error(obj: dict[str, Any], path: str, type_name: str, value: Any) -> None:
+    raw_meta = obj.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    where = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
+    shown = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
+    raise InputError(f"{obj['kind']} {where}: {path} must be a {_NAMES[type_name]}, got {shown}")
+
+
+_NAMES = {"dict": "mapping", "list": "list", "int": "whole number", "str": "string"}
 
 
 def _rv(obj: dict[str, Any]) -> int:
