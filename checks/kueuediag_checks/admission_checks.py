@@ -352,18 +352,8 @@ class AdmissionChecks(Check):
         severity = self.default_severity
         if prs:
             pr = prs[-1]
-            summary, bad = _pr_summary(pr)
-            pr_name = meta(pr).get("name")
-            evidence.append(
-                ev(
-                    "object",
-                    summary,
-                    kind="ProvisioningRequest",
-                    name=str(pr_name),
-                    namespace=w.namespace,
-                    field="status.conditions",
-                )
-            )
+            pr_name, summary, bad, pr_ev = _pr_evidence(pr, w.namespace)
+            evidence.append(pr_ev)
             pr_text = f" ProvisioningRequest {pr_name}: {summary}."
             if bad:
                 severity = Severity.HIGH
@@ -437,18 +427,8 @@ class AdmissionChecks(Check):
         prs = provisioning_requests(snap, w, name)
         pr_text = ""
         if prs:
-            summary, _ = _pr_summary(prs[-1])
-            pr_name = meta(prs[-1]).get("name")
-            evidence.append(
-                ev(
-                    "object",
-                    summary,
-                    kind="ProvisioningRequest",
-                    name=str(pr_name),
-                    namespace=w.namespace,
-                    field="status.conditions",
-                )
-            )
+            pr_name, summary, _, pr_ev = _pr_evidence(prs[-1], w.namespace)
+            evidence.append(pr_ev)
             pr_text = f" Its ProvisioningRequest {pr_name}: {summary}."
         deactivated = " and Kueue deactivated it (spec.active: false)" if not w.active else ""
         return self.finding(
@@ -529,3 +509,11 @@ def _eviction_cause(w: WorkloadView, reason: str) -> str | None:
         if isinstance(s, dict) and s.get("reason") == reason and s.get("underlyingCause"):
             return str(s["underlyingCause"])
     return None
+
+
+def _pr_evidence(pr: dict[str, Any], namespace: str) -> tuple[str, str, bool, Evidence]:
+    """(name, condition summary, whether it failed, evidence) for a ProvisioningRequest."""
+    summary, bad = _pr_summary(pr)
+    name = str(meta(pr).get("name"))
+    return name, summary, bad, ev("object", summary, kind="ProvisioningRequest", name=name, namespace=namespace,
+                                  field="status.conditions")
