@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import re
 import textwrap
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -41,7 +42,7 @@ FAMILIES: dict[str, str] = {
 DOCS_BASE = "docs/checks"
 
 
-class Check:
+class Check(ABC):
     """Base class of every check plugin (built-in or third-party)."""
 
     code: ClassVar[str]
@@ -63,8 +64,9 @@ class Check:
     def family(cls) -> str:
         return FAMILIES.get(cls.code[2:3], "other")
 
+    @abstractmethod
     def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """Return the findings for `target` (empty when the check rules its cause out). Pure: read only `snapshot`."""
 
     # --- helpers for subclasses ------------------------------------------------------------------------
     def finding(
