@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from kueuediag.analysis.messages import PendingMessage, parse_pending_message
-from kueuediag.snapshot.k8s import PodView, meta
+from kueuediag.snapshot.k8s import PodView
 from kueuediag.snapshot.kueue import (
     WorkloadView,
     cluster_queue_of,
@@ -42,7 +42,6 @@ _PREEMPTED = re.compile(
     r"(?: due to (?P<why>.+?))?(?:; preemptor path: (?P<pp>\S+?))?(?:; preemptee path: (?P<ep>\S+?))?"
     r"(?:;|$)")
 _PREEMPTED_WORKLOAD_EVENT = re.compile(r"Preempted workload (?P<name>\S+) \(UID: (?P<uid>[^)\s]+)\)")
-_GATE_ARG = re.compile(r"--feature-gates[= ](?P<gates>\S+)")
 
 
 @dataclass(frozen=True)
@@ -227,34 +226,11 @@ def blocked_heads(snap: Snapshot) -> list[BlockedHead]:
 
 
 def feature_gates(snap: Snapshot) -> dict[str, bool]:
-    """Feature gates set explicitly on the Kueue manager: `--feature-gates=A=true,B=false` in the
-    controller's container args (Deployment or Pod) and `featureGates` in the manager Configuration."""
+    """Feature gates set explicitly on the Kueue manager (`--feature-gates` and the Configuration's
+    `featureGates`); one reader for the whole tool: :func:`kueuediag.analysis.health.feature_gates`."""
+    from kueuediag.analysis.health import feature_gates as manager_gates
 
-    def build() -> dict[str, bool]:
-        gates: dict[str, bool] = {}
-        for cm in snap.of_kind("ConfigMap"):
-            if not str(meta(cm).get("name", "")).endswith("kueue-manager-config"):
-                continue
-            text = (cm.get("data") or {}).get("controller_manager_config.yaml") or ""
-            for m in re.finditer(r"^\s+(?P<name>[A-Z][A-Za-z0-9]+):\s*(?P<v>true|false)\s*$", text.split(
-                    "featureGates:", 1)[1] if "featureGates:" in text else "", re.M):
-                gates[m.group("name")] = m.group("v") == "true"
-        for kind in ("Deployment", "Pod"):
-            for obj in snap.of_kind(kind):
-                spec = obj.get("spec") or {}
-                pod_spec = ((spec.get("template") or {}).get("spec")) if kind == "Deployment" else spec
-                for c in (pod_spec or {}).get("containers") or ():
-                    args = " ".join(str(a) for a in list(c.get("command") or ()) + list(c.get("args") or ()))
-                    if "kueue" not in args and "kueue" not in str(c.get("image", "")):
-                        continue
-                    for m in _GATE_ARG.finditer(args):
-                        for item in m.group("gates").split(","):
-                            name, _, value = item.partition("=")
-                            if name:
-                                gates[name.strip()] = value.strip().lower() == "true"
-        return gates
-
-    return snap.memo("kueue-feature-gates", build)
+    return dict(manager_gates(snap).explicit)
 
 
 __all__ = [
