@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kueuediag.analysis.fair_sharing import kueue_version
 from kueuediag.analysis.preemption_victims import (
     FAST_RELEASE_GATE,
     FAST_RELEASE_SINCE,
@@ -14,7 +15,7 @@ from kueuediag.analysis.preemption_victims import (
     victims_of,
 )
 from kueuediag.analysis.quota import quota_tree
-from kueuediag.analysis.signatures import fixed_version_for, is_fixed, parse_version, satisfies
+from kueuediag.analysis.signatures import fixed_version_for, is_fixed, satisfies
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.kueue import WorkloadView
@@ -132,8 +133,8 @@ class Preemption(Check):
         if zombie.pod.node:
             state = {True: "Ready", False: "NotReady", None: "unknown"}[zombie.node_ready]
             node_txt = f" on node {zombie.pod.node} ({state})"
-        version = snap.manifest.kueue_version
-        v = parse_version(version)
+        found = kueue_version(snap)
+        version, v = found.version, found.parsed
         fixed = v is not None and is_fixed(v, ZOMBIE_FIX)
         message = (
             f"Pod {zombie.pod.namespace}/{zombie.pod.name}{node_txt} was deleted but is still "
@@ -204,8 +205,8 @@ class Preemption(Check):
         title = f"waiting for {n} preempted workload(s) whose pods take {grace}s to terminate{hook}"
         if left is not None:
             title += f"; quota frees in ~{human_duration(left)}"
-        version = snap.manifest.kueue_version
-        v = parse_version(version)
+        found = kueue_version(snap)
+        version, v = found.version, found.parsed
         gates = feature_gates(snap)
         gate_on = gates.get(FAST_RELEASE_GATE)
         has_gate = v is not None and satisfies(v, f">={FAST_RELEASE_SINCE}")
