@@ -8,9 +8,9 @@ from kueuediag.analysis.health import (
     config_changes,
     controller_pods,
     last_spec_change,
-    quota_holding_victims,
     zombie_pods,
 )
+from kueuediag.analysis.preemption_victims import quota_holding_victims
 from kueuediag.snapshot.model import load_snapshot
 from kueuediag.timeutil import format_rfc3339
 
@@ -37,7 +37,7 @@ def test_zombie_and_victim_in_pod_group(fixtures_dir: Path) -> None:
     assert round(z.overdue_seconds) == 9588  # 14:00:00 - 11:20:12 (deletionTimestamp)
     [v] = quota_holding_victims(snap)
     assert v.workload.name == "infer-pg-7f9c" and v.preempted_reason == "InCohortReclamation"
-    assert [p.name for p in v.zombies] == ["infer-pg-7f9c-0"] and v.pod_integration
+    assert [p.pod.name for p in v.zombie_pods] == ["infer-pg-7f9c-0"] and v.pod_integration
 
 
 def test_pods_within_grace_are_not_zombies(fixtures_dir: Path) -> None:
@@ -45,7 +45,7 @@ def test_pods_within_grace_are_not_zombies(fixtures_dir: Path) -> None:
     assert [z.pod.name for z in zombie_pods(snap)] == ["jupyter-alice"]
     victims = quota_holding_victims(snap)
     assert sorted(v.workload.name for v in victims) == ["batch-embed-a7c1", "batch-embed-b9d3"]
-    assert all(not v.zombies and v.pod_integration and round(v.held_seconds or 0) == 718 for v in victims)
+    assert all(not v.zombie_pods and v.pod_integration and round(v.held_seconds or 0) == 718 for v in victims)
 
 
 def test_controller_pods(fixtures_dir: Path) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from kueuediag.analysis.admission_rates import Rates, Trickle, admission_rates, detect_trickle, sparkline
 from kueuediag.analysis.preemption_victims import Victim, blocked_heads, preemption_victims, victims_of
 from kueuediag.analysis.quota import cq_quotas
+from kueuediag.analysis.versions import behaviour
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.kueue import WorkloadView
@@ -179,9 +180,9 @@ class AdmissionRate(Check):
         message += self._chart(rates, spark)
         remediation = [
             "Read KD302 for the victims and how long their grace periods still run.",
-            "Shorten terminationGracePeriodSeconds/preStop hooks of preemptible pods; on Kueue >= v0.17.0 enable "
-            "the FastQuotaReleaseInPodIntegration feature gate so plain-pod victims release quota as soon as they "
-            "are terminating.",
+            "Shorten terminationGracePeriodSeconds/preStop hooks of preemptible pods; on Kueue >= "
+            f"{behaviour('fast-quota-release-gate').first} enable the FastQuotaReleaseInPodIntegration feature "
+            "gate so plain-pod victims release quota as soon as they are terminating.",
             "Stop-gap for a wave of reclaiming workloads: evict the borrowing/low-priority workloads by hand so "
             "their grace periods run in parallel instead of one after another.",
         ]
@@ -247,8 +248,8 @@ class AdmissionRate(Check):
                 "Find the victim the blocked heads wait for (KD302): a Workload with Evicted=True (Preempted) and "
                 "QuotaReserved=True whose pod is past its deletionTimestamp; force-delete that pod "
                 "(`kubectl delete pod <pod> -n <ns> --force --grace-period=0`) and repair its node.",
-                "Kueue >= v0.14.0 (v0.13.5, v0.12.10) stops counting pods stuck terminating past their grace "
-                "period (PR #6872).",
+                f"Kueue >= {' / '.join(behaviour('pod-group-terminating-release').since)} stops counting "
+                "pod-group pods stuck terminating past their grace period (PR #6872).",
             ]
         else:
             remediation = [

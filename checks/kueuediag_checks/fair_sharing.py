@@ -244,10 +244,12 @@ class FairSharing(Check):
                 parts.append(
                     f"Kueue {version.version} computes shares in integers (borrowed × 1000 / lendable, then × 1000 "
                     "/ weight in milli-units), which truncates small shares to 0: the rounding bug of issue "
-                    f"#6577, fixed in v0.13.3 / v0.12.8 (#6617) and properly in v0.13.5 / v0.14.0 (#6925).")
+                    f"#6577, fixed in {' / '.join(behaviour('drs-reclamation-floor').since)} (#6617) and properly "
+                    f"in {' / '.join(behaviour('drs-precise').since)} (#6925).")
             elif rounding is ShareRounding.UNKNOWN:
                 parts.append("The Kueue version is not in the snapshot; a 0 for a borrowing queue is the "
-                             "signature of the rounding bug of Kueue <= v0.13.2 (issue #6577).")
+                             "signature of the integer-rounding bug of Kueue before "
+                             f"{' / '.join(behaviour('drs-reclamation-floor').since)} (issue #6577).")
             else:
                 which = version.version or f"(serving v1beta2, so >= {version_floor(snap)})"
                 parts.append(f"Kueue {which} already has the rounding fix, so this is not the known "
@@ -259,7 +261,8 @@ class FairSharing(Check):
                 "Fair-sharing admission order and preemption use the reported value.")
             if rounding is ShareRounding.INTEGER_MIN1:
                 parts.append(f"Kueue {version.version} still rounds shares in integers (fixed properly in "
-                             "v0.13.5 / v0.14.0, #6925), which can explain small differences.")
+                             f"{' / '.join(behaviour('drs-precise').since)}, #6925), which can explain small "
+                             "differences.")
         if len(items) > 1:
             others = ", ".join(f"{k} {n} ({x.reported} vs {x.expected})" for (k, n), x in
                                ((i.key, i) for i in items if i is not a))

@@ -23,12 +23,12 @@ from kueuediag.analysis.capacity import (
     topology_domains,
     total_slots,
 )
+from kueuediag.analysis.flavor_match import flavor_tolerations_count, spec_exclusion
 from kueuediag.analysis.messages import PendingMessage, Reason, parse_pending_message
 from kueuediag.analysis.scheduling import pod_scheduling
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import ZERO
-from kueuediag.snapshot.k8s import untolerated_taints
 from kueuediag.snapshot.kueue import (
     ClusterQueueView,
     FlavorView,
@@ -172,6 +172,7 @@ class Fragmentation(Check):
                 if flavor:
                     by_flavor.setdefault(flavor, []).append((ps, remaining[ps.name]))
         elif cq is not None:
+            rf_tolerations = flavor_tolerations_count(snap)
             for ps in w.pod_sets:
                 if not remaining.get(ps.name):
                     continue
@@ -179,7 +180,7 @@ class Fragmentation(Check):
                 group = cq.group_for(res)
                 for fname, _ in (group.flavors if group else []):
                     fv = idx.flavors.get(fname)
-                    if fv is not None and _flavor_compatible(fv, ps.spec):
+                    if spec_exclusion(ps.spec, fname, fv, flavor_tolerations=rf_tolerations) is None:
                         by_flavor.setdefault(fname, []).append((ps, remaining[ps.name]))
         out: list[_FlavorEval] = []
         for fname, sets in by_flavor.items():
@@ -400,15 +401,6 @@ def _remaining_pods(snap: Snapshot, w: WorkloadView) -> dict[str, int]:
         if name:
             bound[name] = bound.get(name, 0) + 1
     return {k: max(0, v - bound.get(k, 0)) for k, v in counts.items()}
-
-
-def _flavor_compatible(fv: FlavorView, pod_spec: dict[str, Any]) -> bool:
-    selector = pod_spec.get("nodeSelector") or {}
-    for key, value in fv.node_labels.items():
-        if key in selector and selector[key] != value:
-            return False
-    tolerations = list(pod_spec.get("tolerations") or []) + list(fv.tolerations)
-    return not untolerated_taints(tolerations, fv.node_taints)
 
 
 def _quota_available(w: WorkloadView, cq: ClusterQueueView | None, flavor: str, sets: list[tuple[PodSet, int]],

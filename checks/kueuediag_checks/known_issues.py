@@ -7,13 +7,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from kueuediag.analysis.fair_sharing import fair_sharing_config
-from kueuediag.analysis.health import (
-    quota_holding_victims,
-    shares_quota_with,
-    victim_blocks,
-    zombie_pods,
-)
+from kueuediag.analysis.health import shares_quota_with, zombie_pods
 from kueuediag.analysis.installation import installation
+from kueuediag.analysis.pod_termination import pod_facts
+from kueuediag.analysis.preemption_victims import quota_holding_victims, victim_blocks, victim_facts
 from kueuediag.analysis.signatures import (
     KNOWN_ISSUES,
     KnownIssue,
@@ -47,6 +44,8 @@ class _Match:
     about_target: bool
     confidence: Confidence = Confidence.MEDIUM
     stopgap: list[str] = field(default_factory=list)
+    facts: dict[str, dict[str, bool | None]] = field(default_factory=dict)
+    """structured conclusions about objects (Finding.data["facts"])"""
 
 
 class KnownIssues(Check):
@@ -156,7 +155,7 @@ class KnownIssues(Check):
             confidence=confidence, evidence=evidence, remediation=[upgrade, *match.stopgap],
             about_target=match.about_target,
             data={"issue": issue.id, "upstream": list(issue.issues), "prs": list(issue.prs), "fixed_in": fix,
-                  "kueueVersion": shown},
+                  "kueueVersion": shown, **({"facts": match.facts} if match.facts else {})},
         )
 
 
@@ -219,7 +218,8 @@ def _fair_sharing_borrowing(ctx: _Ctx) -> _Match | None:
 
 
 def _zombies_in_pod_groups(ctx: _Ctx) -> _Match | None:
-    zs = [z for z in zombie_pods(ctx.snap) if z.in_pod_group and z.workload is not None]
+    # the bug: Kueue still counts a pod-group pod past deletionTimestamp + grace as active
+    zs = [z for z in zombie_pods(ctx.snap) if z.in_pod_group and z.workload is not None and z.activity.active]
     if not zs:
         return None
     about = ctx.pending and any(shares_quota_with(ctx.idx, ctx.cq, z.cluster_queue) for z in zs)
@@ -239,24 +239,25 @@ def _zombies_in_pod_groups(ctx: _Ctx) -> _Match | None:
         "hold quota", evidence, about, Confidence.HIGH,
         stopgap=[f"Stop-gap: kubectl delete pod {z.pod.name} -n {z.pod.namespace} --force --grace-period=0"
                  for z in zs[:2]],
+        facts=pod_facts(ctx.snap, [z.pod for z in zs]),
     )
 
 
 def _pod_victims_terminating(ctx: _Ctx) -> _Match | None:
     victims = [v for v in quota_holding_victims(ctx.snap)
-               if v.pod_integration and not v.zombies and any(p.deletion is not None for p in v.pods)]
+               if v.pod_integration and not v.zombie_pods and v.terminating_pods]
     if not victims:
         return None
-    about = ctx.pending and any(victim_blocks(ctx.idx, ctx.workload, ctx.cq, v) for v in victims)
+    about = ctx.pending and any(victim_blocks(ctx.snap, ctx.workload, ctx.cq, v) for v in victims)
     evidence = []
     for v in victims[:3]:
-        grace = max((p.grace_seconds for p in v.pods), default=0)
+        grace = max((p.grace_seconds for p in v.terminating_pods), default=0)
         evidence.append(ev("condition", f"Evicted=True (Preempted) {human_duration(v.held_seconds)} ago, "
                                         f"QuotaReserved=True; pods terminating with grace {grace}s",
                            kind="Workload", name=v.workload.name, namespace=v.workload.namespace,
                            field="status.conditions[type=Evicted]"))
     return _Match(f"{len(victims)} plain-pod preemption victim(s) keep quota while their pods terminate",
-                  evidence, about, Confidence.MEDIUM)
+                  evidence, about, Confidence.MEDIUM, facts=victim_facts(ctx.snap, victims))
 
 
 def _multi_podset_max_capacity(ctx: _Ctx) -> _Match | None:

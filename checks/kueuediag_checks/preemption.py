@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from kueuediag.analysis.installation import installation
+from kueuediag.analysis.pod_termination import describe_termination, in_pod_group
 from kueuediag.analysis.preemption_victims import (
     BlockedHead,
     Victim,
     blocked_heads,
     preemption_victims,
+    victim_facts,
     victims_of,
 )
 from kueuediag.analysis.quota import quota_tree
@@ -66,7 +68,7 @@ class Preemption(Check):
     name = "preemption"
     requires = (Part.WORKLOADS,)
     default_severity = Severity.HIGH
-    options = {"long_grace_seconds": 300, "zombie_tolerance_seconds": 60}
+    options = {"long_grace_seconds": 300}
 
     def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
         w = target.workload
@@ -95,13 +97,10 @@ class Preemption(Check):
         candidates = own + [v for v in shared if v not in own]
         cond_ev = ev("condition", f"QuotaReserved=False ({qr.reason}): {qr.message}", kind="Workload",
                      name=w.name, namespace=w.namespace, field="status.conditions[type=QuotaReserved].message")
-        tol = float(self.opts["zombie_tolerance_seconds"])
-        stuck = [v for v in candidates if v.holds_quota and any(
-            p.remaining_seconds is not None and p.remaining_seconds < -tol for p in v.zombie_pods)]
+        stuck = [v for v in candidates if v.holds_quota and v.zombie_pods]
         if not stuck and head.overlapping:
             # The overlapping message does not name the victim: any zombie victim still holding quota fits.
-            stuck = [v for v in preemption_victims(snapshot) if v.holds_quota and any(
-                p.remaining_seconds is not None and p.remaining_seconds < -tol for p in v.zombie_pods)]
+            stuck = [v for v in preemption_victims(snapshot) if v.holds_quota and v.zombie_pods]
         if stuck:
             return [self._stuck(snapshot, w, head, heads, stuck, own, cond_ev)]
         long_grace = int(self.opts["long_grace_seconds"])
@@ -114,9 +113,9 @@ class Preemption(Check):
     # --- stuck ---------------------------------------------------------------------------------------------
     def _stuck(self, snap: Snapshot, w: WorkloadView, head: BlockedHead, heads: list[BlockedHead],
                stuck: list[Victim], own: list[Victim], cond_ev: Evidence) -> Finding:
-        victim = max(stuck, key=lambda v: -min(p.remaining_seconds or 0 for p in v.zombie_pods))
-        zombie = min(victim.zombie_pods, key=lambda p: p.remaining_seconds or 0)
-        overdue = -(zombie.remaining_seconds or 0)
+        victim = max(stuck, key=lambda v: max(p.past_grace_seconds or 0 for p in v.zombie_pods))
+        zombie = max(victim.zombie_pods, key=lambda p: p.past_grace_seconds or 0)
+        overdue = zombie.past_grace_seconds or 0.0
         tree = quota_tree(snap)
         root = tree.root(head.cluster_queue) if head.cluster_queue else None
         related = [h for h in heads if h.cluster_queue and (
@@ -142,12 +141,14 @@ class Preemption(Check):
             "picked the same victim are skipped every cycle with `Workload has overlapping preemption targets "
             "with another workload`, so admissions stall across queues."
         )
-        if v is not None and not fixed:
-            message += (f" Kueue {version} predates PR #6872: pods stuck terminating keep holding quota until "
-                        "they are gone.")
-        elif fixed:
-            message += (f" Kueue {version} ignores such pods once deletionTimestamp + grace has passed (PR "
-                        "#6872) for pod groups; this victim still holds quota, so check its integration.")
+        activity = zombie.activity
+        if activity.active is None:
+            message += f" {inst.unknown_note(activity.depends_on or zombie_fix.id)}."
+        elif activity.active:
+            message += f" Kueue still counts the pod active ({activity.rule}), so the quota stays taken."
+        else:
+            message += (f" Kueue no longer counts the pod active ({activity.rule}), yet the Workload still holds "
+                        "quota: the job reconciler has not released it — check the Kueue controller.")
         evidence = [cond_ev,
                     ev("object", f"deletionTimestamp {human_duration(overdue)} ago, phase {zombie.pod.phase}, "
                        f"grace {zombie.grace_seconds}s", kind="Pod", name=zombie.pod.name,
@@ -172,20 +173,22 @@ class Preemption(Check):
             remediation.append(f"Repair node {zombie.pod.node}: `kubectl describe node {zombie.pod.node}`; check the "
                                "kubelet and container runtime (zombies come from dead kubelets or pods deleted "
                                "while pulling images).")
-        if v is not None and not fixed:
+        pod_group = in_pod_group(zombie.pod)
+        if pod_group and v is not None and not fixed:
             remediation.append(f"Upgrade Kueue ({version}) to {zombie_fix.upgrade_to(v)} or later (PR #6872 in "
                                f"{' / '.join(zombie_fix.since)}): pods past their grace period stop "
                                "holding quota.")
         remediation.append("Alert on pods whose deletionTimestamp is past (zombie pods) so preemption completes "
                            "out of band of Kueue.")
-        strong = n_cqs >= 2 or victim in own
+        strong = (n_cqs >= 2 or victim in own) and activity.active is not None
         return self.finding(
             "stuck-preemption-target", title, message, severity=Severity.HIGH,
             confidence=Confidence.HIGH if strong else Confidence.MEDIUM, evidence=evidence,
             remediation=remediation,
             data={"victim": victim.workload.ref(), "zombie_pod": f"{zombie.pod.namespace}/{zombie.pod.name}",
                   "overdue_seconds": round(overdue), "blocked_cluster_queues": waiting_cqs,
-                  "kueue_version": version, "zombie_fix_present": fixed},
+                  "kueue_version": version, "zombie_fix_present": fixed,
+                  "facts": victim_facts(snap, stuck)},
         )
 
     # --- slow ------------------------------------------------------------------------------------------------
@@ -231,8 +234,7 @@ class Preemption(Check):
                                kind="Workload", name=victim.workload.name, namespace=victim.workload.namespace,
                                field="status.conditions[type=Preempted]", expected="QuotaReserved=False"))
             for p in victim.active_pods[:2]:
-                state = (f"terminating, grace ends in {human_duration(p.remaining_seconds)}"
-                         if p.terminating and p.remaining_seconds is not None else p.pod.phase)
+                state = describe_termination(snap, p.pod)
                 evidence.append(ev("object", f"terminationGracePeriodSeconds={p.grace_seconds}"
                                    f"{', preStop hook' if p.pre_stop else ''}; {state}", kind="Pod",
                                    name=p.pod.name, namespace=p.pod.namespace,
@@ -265,7 +267,7 @@ class Preemption(Check):
             data={"victims": [x.workload.ref() for x in slow], "grace_seconds": grace, "pre_stop": pre_stop,
                   "grace_remaining_seconds": round(left) if left is not None else None,
                   "pod_integration": pod_int, "kueue_version": version,
-                  "fast_quota_release_gate": gate_on},
+                  "fast_quota_release_gate": gate_on, "facts": victim_facts(snap, slow)},
         )
 
     # --- in progress ---------------------------------------------------------------------------------------
@@ -314,5 +316,6 @@ class Preemption(Check):
             "preemption-in-progress", title, message, severity=Severity.LOW, confidence=confidence,
             evidence=evidence,
             data={"victims": [v.workload.ref() for v in victims], "preempting": n,
+                  "facts": victim_facts(snap, victims),
                   "waiting_seconds": round(since) if since is not None else None},
         )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from kueuediag.analysis.messages import PendingMessage, Reason, parse_pending_message
+from kueuediag.analysis.pod_termination import describe_termination
+from kueuediag.analysis.preemption_victims import evented_victims, victim_facts, victims_of
 from kueuediag.analysis.queue_order import queue_entry
 from kueuediag.analysis.quota import (
     FitVerdict,
@@ -21,7 +22,7 @@ from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import Condition
-from kueuediag.snapshot.kueue import WorkloadView, events_for, kueue_index, workloads
+from kueuediag.snapshot.kueue import WorkloadView, kueue_index
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
@@ -510,10 +511,12 @@ class QuotaCheck(Check):
         qr: Condition,
         pm: PendingMessage,
     ) -> Finding:
-        victims = preemption_victims(snap, w)
-        holding = [v for v in victims if v.holds_quota]
+        # the preemptor's own victims (its UID in their Preempted message, or a PreemptedWorkload event)
+        found = sorted(victims_of(snap, w), key=lambda v: (v.workload.namespace, v.workload.name))
+        victims = [v.workload for v in found]
+        holding = [v.workload for v in found if v.holds_quota]
         known = {v.uid for v in victims}
-        gone = [(name, uid, text) for name, uid, text in _evented_victims(snap, w) if uid not in known]
+        gone = [(name, uid, text) for name, uid, text in evented_victims(snap, w) if uid not in known]
         n = pm.preempting or pm.preemption_failed or len(victims) or None
         if pm.preemption_failed and not pm.preempting:
             title = f"preempting {n} workload(s) failed, Kueue will retry"
@@ -549,9 +552,13 @@ class QuotaCheck(Check):
                 default=0.0,
             )
             extra += (
-                f" {len(holding)} victim(s) still hold their quota (their pods have not terminated yet; the "
-                f"oldest eviction was {human_duration(oldest)} ago)."
+                f" {len(holding)} victim(s) still hold their quota (the oldest eviction was {human_duration(oldest)} "
+                "ago)."
             )
+            states = [f"{v.workload.ref()} pod {p.pod.name}: {describe_termination(snap, p.pod)}"
+                      for v in found if v.holds_quota for p in v.active_pods[:1]]
+            if states:
+                extra += " " + "; ".join(states[: int(self.opts["max_listed"])]) + "."
         elif victims:
             extra += " The victims already released their quota: it should be admitted at the next cycle."
         if gone:
@@ -597,6 +604,7 @@ class QuotaCheck(Check):
                 "preempting": n,
                 "victims": [v.ref() for v in victims],
                 "victims_holding_quota": [v.ref() for v in holding],
+                "facts": victim_facts(snap, found),
             },
         )
 
@@ -756,43 +764,6 @@ class QuotaCheck(Check):
         preempted = w.cond("Preempted")
         how = f" ({preempted.reason})" if preempted is not None and preempted.true else ""
         return f" It was evicted earlier: {evicted.reason}{how}: {evicted.message}"
-
-
-def preemption_victims(snap: Snapshot, w: WorkloadView) -> list[WorkloadView]:
-    """Workloads evicted (reason Preempted) to make room for `w`: their Preempted message names w's UID."""
-    if not w.uid:
-        return []
-    marker = f"UID: {w.uid}"
-    out = []
-    for v in workloads(snap):
-        if v.uid == w.uid:
-            continue
-        ev_cond = v.cond("Evicted")
-        pre = v.cond("Preempted")
-        if ev_cond is None or not ev_cond.true or ev_cond.reason != "Preempted":
-            continue
-        texts = [ev_cond.message, pre.message if pre is not None else ""]
-        if any(marker in t for t in texts):
-            out.append(v)
-    out.sort(key=lambda v: (v.namespace, v.name))
-    return out
-
-
-_PREEMPTED_EVENT = re.compile(r"Preempted workload (?P<name>\S+) \(UID: (?P<uid>[^)]+)\)")
-
-
-def _evented_victims(snap: Snapshot, w: WorkloadView) -> list[tuple[str, str, str]]:
-    """(workload, UID, event message) from the preemptor's `PreemptedWorkload` events (kueue-facts §2.6)."""
-    out: list[tuple[str, str, str]] = []
-    seen: set[str] = set()
-    for e in events_for(snap, "Workload", w.namespace, w.name):
-        if e.reason != "PreemptedWorkload":
-            continue
-        m = _PREEMPTED_EVENT.search(e.message)
-        if m and m.group("uid") not in seen:
-            seen.add(m.group("uid"))
-            out.append((m.group("name"), m.group("uid"), e.message))
-    return out
 
 
 def _visible_position(snap: Snapshot, w: WorkloadView) -> str:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueuediag.analysis.flavor_match import FlavorExclusion, group_exclusions, groups_for_pod_set
+from kueuediag.analysis.flavor_match import (
+    FlavorExclusion,
+    flavor_tolerations_count,
+    group_exclusions,
+    groups_for_pod_set,
+)
 from kueuediag.analysis.kueue_config import kueue_config
 from kueuediag.analysis.messages import PendingMessage
 from kueuediag.analysis.queue_route import collected, queue_route
@@ -138,7 +143,8 @@ class ResourceCoverage(Check):
         out: list[Finding] = []
         for ps in w.pod_sets:
             for rg in groups_for_pod_set(cq, ps):
-                excluded, usable = group_exclusions(ps, rg, idx.flavors)
+                excluded, usable = group_exclusions(ps, rg, idx.flavors,
+                                                   flavor_tolerations=flavor_tolerations_count(snap))
                 if usable or not excluded:
                     continue
                 if all(x.kind == "not-found" for x in excluded):  # missing flavors: KD003 (ClusterQueue inactive)

@@ -10,20 +10,18 @@ from typing import Any
 from kueuediag.analysis.health import (
     Change,
     ControllerPod,
-    Victim,
     Zombie,
     config_changes,
     controller_deployment,
     controller_pods,
     shares_quota_with,
     tree_of,
-    victim_blocks,
     zombie_pods,
 )
-from kueuediag.analysis.health import (
-    quota_holding_victims as victims_of,
-)
 from kueuediag.analysis.installation import installation
+from kueuediag.analysis.pod_termination import describe_termination
+from kueuediag.analysis.preemption_victims import Victim, quota_holding_victims, victim_blocks, victim_facts
+from kueuediag.analysis.versions import behaviour
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import NodeView, meta
@@ -51,8 +49,8 @@ class SystemHealth(Check):
     """Looks for cluster and controller health problems that stall admission (the talk's step 6).
 
     What it detects:
-        * zombie pods: pods still Terminating after `deletionTimestamp` + `deletionGracePeriodSeconds`
-          (often on a NotReady node);
+        * zombie pods: pods still there more than a minute after their `deletionTimestamp` (which is the end
+          of their grace period), often on a NotReady node;
         * preemption victims that still hold quota (`Evicted=True` reason `Preempted` while
           `QuotaReserved=True`) and for how long;
         * the Kueue controller: pods not ready, restarts, CrashLoopBackOff, every leader-election candidate
@@ -164,13 +162,13 @@ class SystemHealth(Check):
 
     def _victims(self, ctx: _Ctx) -> list[Finding]:
         limit = float(self.opts["victim_hold_minutes"]) * 60
-        held = [v for v in victims_of(ctx.snap) if v.zombies or (v.held_seconds or 0) >= limit]
+        held = [v for v in quota_holding_victims(ctx.snap) if v.zombie_pods or (v.held_seconds or 0) >= limit]
         out = []
         for cause in ("stuck-preemption-target", "slow-preemption"):
-            group = [v for v in held if bool(v.zombies) == (cause == "stuck-preemption-target")]
+            group = [v for v in held if bool(v.zombie_pods) == (cause == "stuck-preemption-target")]
             if not group:
                 continue
-            about_group = [v for v in group if ctx.pending and victim_blocks(ctx.idx, ctx.workload, ctx.cq, v)]
+            about_group = [v for v in group if ctx.pending and victim_blocks(ctx.snap, ctx.workload, ctx.cq, v)]
             for sub, about in ((about_group, True), ([v for v in group if v not in about_group], False)):
                 if sub:
                     out.append(self._victim_finding(ctx, cause, sub, about))
@@ -186,13 +184,20 @@ class SystemHealth(Check):
         else:
             title = f"{n} preemption victims still hold quota (longest {held}, {first.workload.ref()})"
         if cause == "stuck-preemption-target":
-            title += f"; {len(first.zombies)} of its pods stuck terminating"
-            why = ("Its pods are stuck terminating past their grace period, so the job never becomes inactive "
-                   "and Kueue never releases the quota: every preemptor that targets it waits indefinitely, and "
-                   "heads of other ClusterQueues that pick the same victim are skipped for overlapping targets.")
+            title += f"; {len(first.zombie_pods)} of its pods stuck terminating"
+            why = ("Its pods are stuck past their grace period while Kueue still holds the quota: every preemptor "
+                   "that targets it waits, and heads of other ClusterQueues that pick the same victim are skipped "
+                   "for overlapping targets.")
         else:
-            why = ("Its pods are still within their termination grace period (preStop hooks, long "
-                   "terminationGracePeriodSeconds): preemptions complete one grace period at a time.")
+            why = ("Preemptions complete one victim release at a time (preStop hooks, long "
+                   "terminationGracePeriodSeconds).")
+        states = [f"pod {p.pod.name}: {describe_termination(ctx.snap, p.pod)}" for p in first.active_pods[:2]]
+        if states:
+            why += " " + "; ".join(states) + "."
+        elif first.pods:
+            why += " None of its pods is active any more; Kueue should release the quota at its next reconcile."
+        else:
+            why += " Its pods are not in the snapshot."
         evidence: list[Evidence] = []
         for v in group[:4]:
             evidence.append(ev(
@@ -201,16 +206,18 @@ class SystemHealth(Check):
                 f"{format_rfc3339(v.evicted_at) if v.evicted_at else '?'}; QuotaReserved=True",
                 kind="Workload", name=v.workload.name, namespace=v.workload.namespace,
                 field="status.conditions[type=Evicted]", expected="QuotaReserved=False soon after eviction"))
-            for p in v.zombies[:2]:
+            for vp in v.zombie_pods[:2]:
+                p = vp.pod
                 evidence.append(ev("object", f"deletionTimestamp {format_rfc3339(p.deletion) if p.deletion else '?'},"
                                    f" phase {p.phase}", kind="Pod", name=p.name, namespace=p.namespace,
                                    field="metadata.deletionTimestamp"))
-        remediation = [f"kubectl delete pod {p.name} -n {p.namespace} --force --grace-period=0"
-                       for v in group[:2] for p in v.zombies[:2]]
+        remediation = [f"kubectl delete pod {vp.pod.name} -n {vp.pod.namespace} --force --grace-period=0"
+                       for v in group[:2] for vp in v.zombie_pods[:2]]
         if cause == "slow-preemption":
             remediation = ["Shorten terminationGracePeriodSeconds / preStop hooks of preemptible workloads.",
-                           "Kueue >= v0.17: enable the FastQuotaReleaseInPodIntegration feature gate for plain "
-                           "pods (--feature-gates=FastQuotaReleaseInPodIntegration=true)."]
+                           f"Kueue >= {behaviour('fast-quota-release-gate').first}: enable the "
+                           "FastQuotaReleaseInPodIntegration feature gate for plain pods "
+                           "(--feature-gates=FastQuotaReleaseInPodIntegration=true)."]
         return self.finding(
             cause, title,
             f"{first.workload.ref()} was preempted ({first.message or 'Evicted reason Preempted'}) {held} ago "
@@ -219,7 +226,7 @@ class SystemHealth(Check):
             confidence=Confidence.HIGH if cause == "stuck-preemption-target" else Confidence.MEDIUM,
             evidence=evidence, remediation=remediation or None, about_target=about,
             data={"victims": [v.workload.ref() for v in group],
-                  "held_seconds": round(first.held_seconds or 0)},
+                  "held_seconds": round(first.held_seconds or 0), "facts": victim_facts(ctx.snap, group)},
         )
 
     # --- the Kueue controller ---------------------------------------------------------------------------

@@ -1,5 +1,7 @@
-"""Cluster-health facts a "why pending" diagnosis needs (talk step 6): zombie pods, preemption victims that
-still hold quota, the Kueue controller's pods, feature gates, and recent configuration changes.
+"""Cluster-health facts a "why pending" diagnosis needs (talk step 6): zombie pods, the Kueue controller's
+pods, and recent configuration changes. Preemption victims live in :mod:`kueuediag.analysis.preemption_victims`,
+the pod-termination rules in :mod:`kueuediag.analysis.pod_termination`, gates in
+:mod:`kueuediag.analysis.installation`.
 
 Pure functions of the snapshot, memoised where they walk every pod or workload. KD901 (system-health) and
 KD902 (known-issues) both read them.
@@ -8,11 +10,18 @@ KD902 (known-issues) both read them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.kueue_config import CONFIG_MAP, kueue_config
+from kueuediag.analysis.pod_termination import (
+    KueueActivity,
+    counted_active_by_kueue,
+    in_pod_group,
+    is_zombie,
+    seconds_past_grace,
+)
 from kueuediag.snapshot.k8s import NodeView, PodView, meta
 from kueuediag.snapshot.kueue import (
     KueueIndex,
@@ -27,9 +36,6 @@ from kueuediag.snapshot.kueue import (
 from kueuediag.snapshot.logs import container_args, controller_objects, manager_container
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.timeutil import parse_time_lenient
-
-POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
-MANAGED_LABEL = "kueue.x-k8s.io/managed"
 
 # --- pods ↔ workloads ---------------------------------------------------------------------------------------
 
@@ -53,17 +59,12 @@ def node_by_name(snap: Snapshot) -> dict[str, NodeView]:
     return snap.memo("health-nodes-by-name", lambda: {n.name: n for n in nodes(snap)})
 
 
-def is_pod_integration(p: PodView) -> bool:
-    """A pod managed by Kueue's pod integration (plain pod or pod group), not a pod of a Job."""
-    return bool(p.labels.get(POD_GROUP_LABEL) or p.labels.get(MANAGED_LABEL) == "true")
-
-
 # --- zombies ------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Zombie:
-    """A pod still not terminal after its deletionTimestamp plus its deletion grace period."""
+    """A pod still not terminal well after its deletionTimestamp (the end of its grace period)."""
 
     pod: PodView
     overdue_seconds: float
@@ -73,6 +74,8 @@ class Zombie:
     workload: WorkloadView | None
     """the Workload holding quota that the pod belongs to, if any"""
     cluster_queue: str | None
+    activity: KueueActivity
+    """whether Kueue still counts the pod active (so its Workload keeps quota)"""
 
     @property
     def node_ready(self) -> bool | None:
@@ -80,12 +83,12 @@ class Zombie:
 
     @property
     def in_pod_group(self) -> bool:
-        return bool(self.pod.labels.get(POD_GROUP_LABEL))
+        return in_pod_group(self.pod)
 
 
 def zombie_pods(snap: Snapshot) -> list[Zombie]:
-    """Pods Terminating beyond deletionTimestamp + deletionGracePeriodSeconds (the cut-off Kueue's PR #6872
-    uses), oldest first (memoised)."""
+    """Every pod past its grace period for longer than a minute (the one rule:
+    :func:`kueuediag.analysis.pod_termination.is_zombie`), oldest first (memoised)."""
 
     def build() -> list[Zombie]:
         holders = quota_holder_of_pods(snap)
@@ -93,88 +96,16 @@ def zombie_pods(snap: Snapshot) -> list[Zombie]:
         idx = kueue_index(snap)
         out: list[Zombie] = []
         for p in pods(snap):
-            if p.deletion is None or p.terminal:
+            if not is_zombie(p, snap.now):
                 continue
-            # Kueue's cut-off (PR #6872): past deletionTimestamp + deletionGracePeriodSeconds
-            if snap.now <= p.deletion + timedelta(seconds=p.grace_seconds):
-                continue
-            overdue = (snap.now - p.deletion).total_seconds()
             w = holders.get(p.uid or f"{p.namespace}/{p.name}")
-            out.append(Zombie(p, overdue, by_node.get(p.node or ""), w,
-                              cluster_queue_of(idx, w) if w is not None else None))
+            out.append(Zombie(p, seconds_past_grace(p, snap.now) or 0.0, by_node.get(p.node or ""), w,
+                              cluster_queue_of(idx, w) if w is not None else None,
+                              counted_active_by_kueue(snap, p)))
         out.sort(key=lambda z: -z.overdue_seconds)
         return out
 
     return snap.memo("health-zombies", build)
-
-
-# --- preemption victims still holding quota ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Victim:
-    """A Workload evicted by preemption (Evicted=True, reason Preempted) that still has QuotaReserved=True."""
-
-    workload: WorkloadView
-    cluster_queue: str | None
-    evicted_at: datetime | None
-    held_seconds: float | None
-    preempted_reason: str
-    """InClusterQueue, InCohortReclamation, InCohortFairSharing, InCohortReclaimWhileBorrowing ('' when
-    unknown)"""
-    message: str
-    pods: tuple[PodView, ...]
-    zombies: tuple[PodView, ...] = ()
-    pod_integration: bool = False
-
-
-def quota_holding_victims(snap: Snapshot) -> list[Victim]:
-    """Preemption victims that still hold quota, longest-held first (memoised)."""
-
-    def build() -> list[Victim]:
-        idx = kueue_index(snap)
-        zombie_uids = {z.pod.uid for z in zombie_pods(snap)}
-        out: list[Victim] = []
-        for w in workloads(snap):
-            ev = w.cond("Evicted")
-            if ev is None or not ev.true or ev.reason != "Preempted" or not w.holds_quota:
-                continue
-            pre = w.cond("Preempted")
-            wpods = tuple(workload_pods(snap, w))
-            out.append(Victim(
-                workload=w, cluster_queue=cluster_queue_of(idx, w), evicted_at=ev.last_transition,
-                held_seconds=snap.age_seconds(ev.last_transition),
-                preempted_reason=pre.reason if pre is not None and pre.true else "",
-                message=ev.message, pods=wpods,
-                zombies=tuple(p for p in wpods if p.uid in zombie_uids),
-                pod_integration=any(is_pod_integration(p) for p in wpods),
-            ))
-        out.sort(key=lambda v: -(v.held_seconds or 0))
-        return out
-
-    return snap.memo("health-victims", build)
-
-
-def waits_on_preemption(w: WorkloadView | None) -> bool:
-    """Whether a pending Workload is itself waiting for victims: its QuotaReserved message says it is pending
-    preemptions or that its preemption targets overlap with another head's."""
-    if w is None:
-        return False
-    cond = w.cond("QuotaReserved")
-    if cond is None or cond.true:
-        return False
-    return "Pending the preemption of" in cond.message or "overlapping preemption targets" in cond.message
-
-
-def victim_blocks(idx: KueueIndex, w: WorkloadView | None, target_cq: str | None, v: Victim) -> bool:
-    """Whether victim `v` plausibly keeps `w` pending: `w` preempted it (its UID is in the eviction message), or
-    `w` waits on preemptions and shares quota (ClusterQueue or cohort tree) with the victim. A bystander that
-    merely waits for quota in the same queue is not blocked by the victim's slow release, but by quota."""
-    if w is None:
-        return False
-    if w.uid and f"UID: {w.uid}" in v.message:
-        return True
-    return waits_on_preemption(w) and shares_quota_with(idx, target_cq, v.cluster_queue)
 
 
 # --- cohort trees ------------------------------------------------------------------------------------------

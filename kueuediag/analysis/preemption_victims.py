@@ -1,10 +1,10 @@
-"""Preemption victims, the workloads waiting for them, and how long their pods take to go away.
+"""Preemption victims, the workloads waiting for them, and the state of the victims' pods — the one owner.
 
 Kueue's preemptor only issues evictions: a victim keeps its quota until its job reconciler sees the job
-inactive (kueue-facts §8). For plain pods that is when no pod is ``Running`` any more — through the whole
-termination grace period (preStop hooks included) — so preemptions in a ClusterQueue are serialised by the
-victims' grace periods; a pod that never terminates (a "zombie" past its ``deletionTimestamp``) holds the
-quota for good on Kueue < v0.14.0 (v0.13.5, v0.12.10 cherry-picks, PR #6872).
+inactive (kueue-facts §8). Whether it still holds quota is what Kueue *recorded* (``QuotaReserved=True``);
+why, is the state of its pods, each answered by :mod:`kueuediag.analysis.pod_termination`: whether a pod is
+*past its grace* (Kubernetes' view; a zombie when it lasts) and whether Kueue *still counts it active* (per
+integration, release and feature gate). KD302, KD901, KD902 and KD102 all read victims from here.
 
 Victims are Workloads with ``Evicted=True`` reason ``Preempted``; the ``Preempted`` condition message
 ``Preempted to accommodate a workload (UID: <uid>, JobUID: <uid>) due to <why>; preemptor path: <path>;
@@ -19,6 +19,14 @@ from datetime import datetime
 from typing import Any
 
 from kueuediag.analysis.messages import PendingMessage, parse_pending_message
+from kueuediag.analysis.pod_termination import (
+    KueueActivity,
+    counted_active_by_kueue,
+    grace_remaining_seconds,
+    is_pod_integration,
+    is_zombie,
+    seconds_past_grace,
+)
 from kueuediag.snapshot.k8s import PodView
 from kueuediag.snapshot.kueue import (
     WorkloadView,
@@ -30,8 +38,6 @@ from kueuediag.snapshot.kueue import (
     workloads,
 )
 from kueuediag.snapshot.model import Snapshot
-
-MANAGED_LABEL = "kueue.x-k8s.io/managed"
 
 _PREEMPTED = re.compile(
     r"Preempted to accommodate a workload \(UID: (?P<uid>[^,)\s]+)(?:, JobUID: (?P<job>[^)]*))?\)"
@@ -48,21 +54,19 @@ class VictimPod:
     pre_stop: bool
     """a container has a lifecycle.preStop hook"""
     remaining_seconds: float | None
-    """until deletionTimestamp (the end of the grace period); negative once past it; None: not terminating"""
+    """until deletionTimestamp (the end of the grace period); negative once past it; None: not terminating
+    (or already terminal)"""
     node_ready: bool | None
+    past_grace_seconds: float | None
+    """:func:`~kueuediag.analysis.pod_termination.seconds_past_grace`"""
+    zombie: bool
+    """:func:`~kueuediag.analysis.pod_termination.is_zombie`: past its grace for longer than a minute"""
+    activity: KueueActivity
+    """:func:`~kueuediag.analysis.pod_termination.counted_active_by_kueue`"""
 
     @property
     def terminating(self) -> bool:
         return self.pod.terminating and not self.pod.terminal
-
-    @property
-    def zombie(self) -> bool:
-        """Still not terminal although its grace period ended (kubelet gone, node NotReady, stuck)."""
-        return self.terminating and self.remaining_seconds is not None and self.remaining_seconds < 0
-
-    @property
-    def managed(self) -> bool:
-        return self.pod.labels.get(MANAGED_LABEL) == "true"
 
 
 @dataclass(frozen=True)
@@ -78,9 +82,18 @@ class Victim:
     """last element of the preemptor path (or the preemptor Workload's ClusterQueue)"""
     pods: tuple[VictimPod, ...]
 
+    held_seconds: float | None = None
+    """since the eviction (None when the snapshot does not say when)"""
+
+    @property
+    def preempted_reason(self) -> str:
+        """The Preempted condition's reason (InClusterQueue, InCohortReclamation, ...), '' when unknown."""
+        return "" if self.reason in ("", "Preempted") else self.reason
+
     @property
     def holds_quota(self) -> bool:
-        return self.workload.is_true("QuotaReserved") and not self.workload.is_true("Finished")
+        """What Kueue recorded: QuotaReserved=True (and not Finished)."""
+        return self.workload.holds_quota
 
     @property
     def active_pods(self) -> list[VictimPod]:
@@ -105,7 +118,7 @@ class Victim:
     @property
     def pod_integration(self) -> bool:
         owner_kind = (self.workload.owner or {}).get("kind")
-        return owner_kind == "Pod" or any(p.managed for p in self.pods) or bool(
+        return owner_kind == "Pod" or any(is_pod_integration(p.pod) for p in self.pods) or bool(
             self.workload.annotations.get("kueue.x-k8s.io/is-group-workload"))
 
     @property
@@ -142,9 +155,12 @@ def victim_pod(snap: Snapshot, pod: PodView) -> VictimPod:
         by_name = snap.memo("nodes-by-name", lambda: {n.name: n for n in nodes(snap)})
         node = by_name.get(pod.node)
         node_ready = node.ready if node is not None else None
-    remaining = None if pod.deletion is None else (pod.deletion - snap.now).total_seconds()
+    left, past = grace_remaining_seconds(pod, snap.now), seconds_past_grace(pod, snap.now)
+    remaining = left if left is not None else (-past if past is not None else None)
     return VictimPod(pod=pod, grace_seconds=pod.grace_seconds, pre_stop=_pre_stop(spec),
-                     remaining_seconds=remaining, node_ready=node_ready)
+                     remaining_seconds=remaining, node_ready=node_ready,
+                     past_grace_seconds=seconds_past_grace(pod, snap.now), zombie=is_zombie(pod, snap.now),
+                     activity=counted_active_by_kueue(snap, pod))
 
 
 def parse_preempted_message(message: str) -> dict[str, str | None] | None:
@@ -178,25 +194,40 @@ def _victims(snap: Snapshot) -> list[Victim]:
         if not preemptor_cq and uid and uid in by_uid:
             preemptor_cq = cluster_queue_of(idx, by_uid[uid])
         pods = tuple(victim_pod(snap, p) for p in workload_pods(snap, w))
+        evicted_at = (evicted.last_transition if evicted and evicted.true else None) \
+            or (preempted.last_transition if preempted else None)
         out.append(Victim(
-            workload=w, cluster_queue=cluster_queue_of(idx, w),
-            evicted_at=(evicted.last_transition if evicted and evicted.true else None)
-            or (preempted.last_transition if preempted else None),
+            workload=w, cluster_queue=cluster_queue_of(idx, w), evicted_at=evicted_at,
             reason=preempted.reason if preempted and preempted.true else (evicted.reason if evicted else ""),
             message=message, preemptor_uid=uid, preemptor_cq=preemptor_cq, pods=pods,
+            held_seconds=snap.age_seconds(evicted_at),
         ))
+    return out
+
+
+def quota_holding_victims(snap: Snapshot) -> list[Victim]:
+    """Preemption victims that still hold quota (QuotaReserved=True), longest-held first."""
+    return sorted((v for v in preemption_victims(snap) if v.holds_quota), key=lambda v: -(v.held_seconds or 0))
+
+
+def evented_victims(snap: Snapshot, w: WorkloadView) -> list[tuple[str, str, str]]:
+    """(workload, UID, event message) named by `w`'s `PreemptedWorkload` events (kueue-facts §2.6), in order."""
+    out: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for e in events_for(snap, "Workload", w.namespace, w.name):
+        if e.reason != "PreemptedWorkload":
+            continue
+        m = _PREEMPTED_WORKLOAD_EVENT.search(e.message)
+        if m and m.group("uid") not in seen:
+            seen.add(m.group("uid"))
+            out.append((m.group("name"), m.group("uid"), e.message))
     return out
 
 
 def victims_of(snap: Snapshot, w: WorkloadView) -> list[Victim]:
     """Victims preempted to make room for `w`: named by UID in their Preempted message, or in a
     `PreemptedWorkload` event on `w`."""
-    named: set[str] = set()
-    for e in events_for(snap, "Workload", w.namespace, w.name):
-        if e.reason == "PreemptedWorkload":
-            m = _PREEMPTED_WORKLOAD_EVENT.search(e.message)
-            if m:
-                named.add(m.group("uid"))
+    named = {uid for _, uid, _ in evented_victims(snap, w)}
     return [v for v in preemption_victims(snap) if (w.uid and v.preemptor_uid == w.uid) or v.workload.uid in named]
 
 
@@ -221,11 +252,45 @@ def blocked_heads(snap: Snapshot) -> list[BlockedHead]:
     return snap.memo("preemption-blocked-heads", build)
 
 
+def waits_on_preemption(snap: Snapshot, w: WorkloadView | None) -> bool:
+    """Whether a pending Workload is itself one of the :func:`blocked_heads` (waiting for victims)."""
+    return w is not None and any(h.workload.uid == w.uid and h.workload.name == w.name for h in blocked_heads(snap))
+
+
+def victim_blocks(snap: Snapshot, w: WorkloadView | None, target_cq: str | None, v: Victim) -> bool:
+    """Whether victim `v` plausibly keeps `w` pending: `w` preempted it (its UID is in the eviction message), or
+    `w` waits on preemptions and shares quota (ClusterQueue or cohort tree) with the victim. A bystander that
+    merely waits for quota in the same queue is not blocked by the victim's slow release, but by quota."""
+    from kueuediag.analysis.health import shares_quota_with
+
+    if w is None:
+        return False
+    if (w.uid and f"UID: {w.uid}" in v.message) or (w.uid and v.preemptor_uid == w.uid):
+        return True
+    return waits_on_preemption(snap, w) and shares_quota_with(kueue_index(snap), target_cq, v.cluster_queue)
+
+
+def victim_facts(snap: Snapshot, victims: list[Victim]) -> dict[str, dict[str, bool | None]]:
+    """Structured conclusions about victims and their pods for Finding.data["facts"]: the contradiction test
+    compares them across every check that talks about the same objects."""
+    from kueuediag.analysis.pod_termination import pod_facts
+
+    facts = pod_facts(snap, [p.pod for v in victims for p in v.pods])
+    facts["victim-holds-quota"] = {f"Workload/{v.workload.namespace}/{v.workload.name}": v.holds_quota
+                                   for v in victims}
+    return facts
+
+
 __all__ = [
     "BlockedHead",
     "Victim",
     "VictimPod",
     "blocked_heads",
+    "evented_victims",
+    "quota_holding_victims",
+    "victim_blocks",
+    "victim_facts",
+    "waits_on_preemption",
     "parse_preempted_message",
     "preemption_victims",
     "victims_of",

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 
+from kueuediag.analysis.flavor_match import flavor_exclusion, flavor_tolerations_count
 from kueuediag.quantity import ZERO, format_quantity
-from kueuediag.snapshot.k8s import pod_fits_node_labels, taint_str, untolerated_taints
 from kueuediag.snapshot.kueue import (
     ClusterQueueView,
     FlavorResource,
@@ -639,50 +639,11 @@ def _relative(rf: ResourceFit) -> Decimal:
 
 
 def flavor_eligibility(snap: Snapshot, pod_set: PodSet, flavor: str) -> list[str]:
-    """Reasons (Kueue's wording) why `flavor` cannot be used by `pod_set`; [] when usable.
-
-    As ``checkFlavorForPodSets`` does: flavor nodeTaints with NoSchedule/NoExecute must be tolerated by the pod
-    or by the flavor's own tolerations; the pod's nodeSelector and required node affinity, restricted to the
-    keys of *this flavor's* nodeLabels (kueue-facts §2.4; older releases used the union of the resource
-    group's keys), must match the flavor's nodeLabels.
-    """
-    idx = kueue_index(snap)
-    fv = idx.flavors.get(flavor)
-    if fv is None:
-        return [f"flavor {flavor} not found"]
-    spec = pod_set.spec
-    reasons = []
-    tolerations = list(spec.get("tolerations") or []) + list(fv.tolerations)
-    for t in untolerated_taints(tolerations, fv.node_taints):
-        reasons.append(f"untolerated taint {taint_str(t)} in flavor {flavor}")
-    if not pod_fits_node_labels(_restricted_spec(spec, set(fv.node_labels)), fv.node_labels):
-        reasons.append(f"flavor {flavor} doesn't match node affinity")
-    return reasons
-
-
-def _restricted_spec(spec: dict[str, object], keys: set[str]) -> dict[str, object]:
-    selector = spec.get("nodeSelector")
-    out: dict[str, object] = {}
-    if isinstance(selector, dict):
-        out["nodeSelector"] = {k: v for k, v in selector.items() if k in keys}
-    affinity = spec.get("affinity")
-    node_aff = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
-    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node_aff, dict) else None
-    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
-    if isinstance(terms, list):
-        kept: list[dict[str, object]] = []
-        for t in terms:
-            exprs = [e for e in (t.get("matchExpressions") or []) if isinstance(e, dict) and e.get("key") in keys]
-            if not exprs:
-                # a term with no relevant expression matches every flavor (terms are ORed)
-                kept = []
-                break
-            kept.append({"matchExpressions": exprs})
-        if kept:
-            out["affinity"] = {
-                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": kept}}
-            }
-    return out
+    """Why `flavor` cannot be used by `pod_set`, in Kueue's wording; [] when usable. The rule is
+    :func:`kueuediag.analysis.flavor_match.flavor_exclusion` (the one owner of flavor eligibility)."""
+    why = flavor_exclusion(pod_set, flavor, kueue_index(snap).flavors.get(flavor),
+                           flavor_tolerations=flavor_tolerations_count(snap))
+    return [] if why is None else [why.kueue_message]
 
 
 def _verdict(needed: Decimal, frq: FlavorResourceQuota) -> FitVerdict:
