@@ -10,7 +10,7 @@ from typing import Any
 from kueuediag_checks.guarantee_violation import GuaranteeViolation
 
 from kueuediag.analysis.guarantees import guarantee_violations, nominal_fit, quota_table, violation_for
-from kueuediag.analysis.quota import workload_fit
+from kueuediag.analysis.quota_fit import workload_fit
 from kueuediag.models import Severity
 from kueuediag.snapshot.kueue import workload
 from kueuediag.snapshot.model import Snapshot

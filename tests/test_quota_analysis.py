@@ -19,13 +19,9 @@ from typing import Any
 
 import pytest
 
-from kueuediag.analysis.quota import (
-    FitVerdict,
-    cq_quota,
-    quota_holders,
-    quota_tree,
-    workload_fit,
-)
+from kueuediag.analysis.quota_fit import FitVerdict, workload_fit
+from kueuediag.analysis.quota_summary import cq_quota, quota_holders
+from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.quantity import parse_quantity
 from kueuediag.snapshot.kueue import workload
 from kueuediag.snapshot.model import Snapshot

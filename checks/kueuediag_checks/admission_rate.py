@@ -7,7 +7,7 @@ from typing import Any
 
 from kueuediag.analysis.admission_rates import Rates, Trickle, admission_rates, detect_trickle, sparkline
 from kueuediag.analysis.preemption_victims import Victim, blocked_heads, preemption_victims, victims_of
-from kueuediag.analysis.quota import cq_quotas
+from kueuediag.analysis.quota_summary import cq_quotas
 from kueuediag.analysis.versions import behaviour
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity

@@ -25,6 +25,7 @@ from kueuediag.analysis.capacity import (
 )
 from kueuediag.analysis.flavor_match import flavor_tolerations_count, spec_exclusion
 from kueuediag.analysis.messages import PendingMessage, Reason, parse_pending_message
+from kueuediag.analysis.quota_fit import FitVerdict, fit_facts, flavor_fits, workload_fit
 from kueuediag.analysis.scheduling import pod_scheduling
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
@@ -65,6 +66,8 @@ class _FlavorEval:
     placement: Placement
     quota_ok: bool
     quota_note: str
+    facts: dict[str, dict[str, bool | None]] = field(default_factory=dict)
+    """what the recomputation concluded about objects (Finding.data["facts"]), when it decided"""
     levels: list[LevelDomains] = field(default_factory=list)
     topology: str | None = None
     tas_level: tuple[str, str] | None = None
@@ -199,9 +202,13 @@ class Fragmentation(Check):
         h = holes(match.nodes, resource)
         need = sum((ps.requests.get(resource, ZERO) * n for ps, n in sets), ZERO)
         placement = place(match.nodes, [Demand(ps.name, dict(ps.requests), n) for ps, n in sets], gpus)
-        quota_ok, note = _quota_available(w, cq, fv.name, sets, msg)
+        quota_ok, note = _quota_available(snap, w, cq, fv.name, sets, msg)
+        facts: dict[str, dict[str, bool | None]] = {}
+        if not w.holds_quota and cq is not None:
+            facts = fit_facts(w, workload_fit(snap, w, cq.name), only={(ps.name, fv.name) for ps, _ in sets})
         ev_ = _FlavorEval(flavor=fv, pod_sets=sets, nodes=match.nodes, excluded=match.excluded, resource=resource,
-                          holes=h, need=need, placement=placement, quota_ok=quota_ok, quota_note=note)
+                          holes=h, need=need, placement=placement, quota_ok=quota_ok, quota_note=note,
+                          facts=facts)
         levels = idx.topologies.get(fv.topology_name or "") if fv.topology_name else None
         if fv.topology_name and levels:
             ev_.topology = fv.topology_name
@@ -403,8 +410,10 @@ def _remaining_pods(snap: Snapshot, w: WorkloadView) -> dict[str, int]:
     return {k: max(0, v - bound.get(k, 0)) for k, v in counts.items()}
 
 
-def _quota_available(w: WorkloadView, cq: ClusterQueueView | None, flavor: str, sets: list[tuple[PodSet, int]],
-                     msg: PendingMessage | None) -> tuple[bool, str]:
+def _quota_available(snap: Snapshot, w: WorkloadView, cq: ClusterQueueView | None, flavor: str,
+                     sets: list[tuple[PodSet, int]], msg: PendingMessage | None) -> tuple[bool, str]:
+    """Whether quota is no obstacle in `flavor`: Kueue's own message first, then the one fit function
+    (:func:`kueuediag.analysis.quota_fit.workload_fit`, cohort borrowing included) that KD102 uses too."""
     if w.holds_quota:
         return True, "quota reserved"
     if msg is not None:
@@ -415,17 +424,16 @@ def _quota_available(w: WorkloadView, cq: ClusterQueueView | None, flavor: str, 
             return True, "Kueue's message names only the topology"
     if cq is None:
         return False, "no ClusterQueue"
-    need: dict[str, Decimal] = {}
-    for ps, n in sets:
-        for r, q in ps.requests.items():
-            need[r] = need.get(r, ZERO) + q * n
-    for r, q in need.items():
-        quota = cq.quota(flavor, r)
-        if quota is None:
-            continue
-        reserved = cq.reservation.get((flavor, r), (ZERO, ZERO))[0]
-        if quota.nominal - reserved < q:
-            return False, f"unused nominal quota for {r} in flavor {flavor} is {fmt_qty(quota.nominal - reserved)}"
+    fit = workload_fit(snap, w, cq.name)
+    fits = [f for f in (flavor_fits(fit, ps.name, flavor) for ps, _ in sets) if f is not None]
+    if not fits:
+        return False, f"flavor {flavor} is not one Kueue would try for this workload in ClusterQueue {cq.name}"
+    bad = next((f for f in fits if not f.verdict.fits), None)
+    if bad is not None:
+        limiting = bad.limiting()
+        return False, limiting.describe() if limiting is not None else f"{bad.verdict.value} in flavor {flavor}"
+    if any(f.verdict is FitVerdict.FITS_BORROWING for f in fits):
+        return True, f"quota of ClusterQueue {cq.name} plus what it may borrow from its cohort covers the request"
     return True, f"unused nominal quota in ClusterQueue {cq.name} covers the request"
 
 
@@ -502,6 +510,7 @@ def _workload_evidence(w: WorkloadView, holds_quota: bool, reason: Reason | None
 
 def _data(e: _FlavorEval, cluster: Any, mine: Any) -> dict[str, Any]:
     return {
+        **({"facts": e.facts} if e.facts else {}),
         "flavor": e.flavor.name,
         "resource": e.resource,
         "per_pod": fmt_qty(e.per_pod),

@@ -15,7 +15,8 @@ from kueuediag.analysis.guarantees import (
     quota_table,
     resource_pending_history,
 )
-from kueuediag.analysis.quota import cq_quotas, quota_tree
+from kueuediag.analysis.quota_summary import cq_quotas
+from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import format_quantity

@@ -12,7 +12,7 @@ from kueuediag.analysis.preemption_victims import (
     victim_facts,
     victims_of,
 )
-from kueuediag.analysis.quota import quota_tree
+from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.analysis.versions import behaviour
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity

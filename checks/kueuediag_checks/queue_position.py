@@ -8,7 +8,7 @@ from typing import Any
 
 from kueuediag.analysis.messages import parse_pending_message
 from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
-from kueuediag.analysis.quota import WorkloadFit, workload_fit
+from kueuediag.analysis.quota_fit import WorkloadFit, workload_fit
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import ZERO, format_quantity

@@ -9,15 +9,9 @@ from kueuediag.analysis.messages import PendingMessage, Reason, parse_pending_me
 from kueuediag.analysis.pod_termination import describe_termination
 from kueuediag.analysis.preemption_victims import evented_victims, victim_facts, victims_of
 from kueuediag.analysis.queue_order import queue_entry
-from kueuediag.analysis.quota import (
-    FitVerdict,
-    QuotaHolders,
-    ResourceFit,
-    WorkloadFit,
-    quota_holders,
-    quota_tree,
-    workload_fit,
-)
+from kueuediag.analysis.quota_fit import FitVerdict, ResourceFit, WorkloadFit, fit_facts, workload_fit
+from kueuediag.analysis.quota_summary import QuotaHolders, quota_holders
+from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import ZERO, format_quantity
@@ -105,6 +99,16 @@ class QuotaCheck(Check):
 
     # --- entry point ----------------------------------------------------------------------------------------
     def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        findings = self._run(snapshot, target)
+        w = target.workload
+        cq_name = target.cluster_queue(snapshot)
+        if not findings or w is None or not cq_name or cq_name not in kueue_index(snapshot).cluster_queues:
+            return findings
+        facts = fit_facts(w, workload_fit(snapshot, w, cq_name))
+        return [f.model_copy(update={"data": {**f.data, "facts": {**facts, **f.data.get("facts", {})}}})
+                for f in findings]
+
+    def _run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
         w = target.workload
         assert w is not None
         if w.holds_quota or w.state in ("admitted", "finished", "quota-reserved") or not w.active:

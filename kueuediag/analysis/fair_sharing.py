@@ -31,7 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from kueuediag.analysis.kueue_config import CONFIG_KEY, kueue_config
-from kueuediag.analysis.quota import workload_usage_by_cq
+from kueuediag.analysis.quota_tree import workload_usage_by_cq
 from kueuediag.analysis.versions import Version, has_behaviour
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.kueue import ClusterQueueView, CohortView, FlavorResource, kueue_index

@@ -8,7 +8,7 @@ finds every such workload cluster-wide and estimates *how long* it has been so.
 other ClusterQueues of the cohort borrowed still belongs to the guarantee (Kueue must reclaim it by
 preemption), so lent-out quota counts as unused here. Flavor eligibility (nodeLabels against the pod's
 nodeSelector/affinity, nodeTaints against its tolerations) and per-(flavor, resource) usage come from
-:mod:`kueuediag.analysis.quota` — this module adds no second quota model.
+:mod:`kueuediag.analysis.quota_tree` and :mod:`kueuediag.analysis.quota_fit` — this module adds no second quota model.
 
 How long: the workload has been pending since its ``QuotaReserved=False`` transition (else its queue-order
 time). The violation itself may be younger: if workloads of the same ClusterQueue finished after that moment
@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from kueuediag.analysis.quota import FlavorResourceQuota, WorkloadFit, cq_quotas, quota_tree, workload_fit
+from kueuediag.analysis.quota_fit import WorkloadFit, workload_fit
+from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quotas
+from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import (
     FlavorResource,
