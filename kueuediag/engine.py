@@ -63,7 +63,9 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
         if why:
             return CheckRun(**base, outcome=Outcome.SKIPPED, reason=why)
     if check.needs_workload and target.workload is None:
-        return CheckRun(**base, outcome=Outcome.SKIPPED, reason="no Workload exists for this target")
+        why = (f"the target's Workload could not be read ({target.workload_unknown})" if target.workload_unknown
+               else "no Workload exists for this target")
+        return CheckRun(**base, outcome=Outcome.SKIPPED, reason=why)
     start = time.perf_counter()
     try:
         findings = check.run(snap, target)
@@ -96,7 +98,7 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
                           namespace=meta(target.owner).get("namespace"))
     if w is None:
         return WorkloadInfo(namespace=target.namespace, name=None, owner=owner, local_queue=target.local_queue,
-                            cluster_queue=None, state="not-managed")
+                            cluster_queue=None, state="unknown" if target.workload_unknown else "not-managed")
     pending = None
     if w.state in ("pending", "quota-reserved"):
         since = w.queue_order_time

@@ -122,8 +122,8 @@ class QueueConfiguration(Check):
     # --- not managed ---------------------------------------------------------------------------------------
     def _not_managed(self, snap: Snapshot, target: Target) -> list[Finding]:
         owner = target.owner
-        if owner is None:
-            return []
+        if owner is None or target.workload_unknown:
+            return []  # a Workload that could not be read is unknown, never evidence that Kueue created none
         kind = str(owner.get("kind", ""))
         group = str(owner.get("apiVersion", "")).rpartition("/")[0]
         m = meta(owner)

@@ -6,6 +6,7 @@ status); stdout carries only the path of the written snapshot.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -47,6 +48,7 @@ def register(app: typer.Typer) -> None:
         verbose: bool = typer.Option(False, "-v", "--verbose", help="Print every request and the totals."),
     ) -> None:
         """Record the cluster's Kueue state (objects, nodes, pods, events, logs, metrics) for later `why --from`."""
+        started = time.monotonic()  # `--timeout` counts from here
         from kueuediag.live import LiveOptions, take_snapshot
 
         namespaces = split_csv(namespace) or None
@@ -62,7 +64,7 @@ def register(app: typer.Typer) -> None:
                 timeout=timeout, prometheus_url=prometheus_url,
                 prometheus_headers=prometheus_header or [],  # type: ignore[arg-type]
                 prometheus_ca=prometheus_ca, prometheus_insecure=prometheus_insecure, verbose=verbose,
-                progress=progress, report=lambda line: typer.echo(line, err=True),
+                progress=progress, report=lambda line: typer.echo(line, err=True), started=started,
             )
             result = take_snapshot(target, opts, namespaces=namespaces, redact=redact, redact_map=redact_map)
         kinds = Counter(str(o.get("kind")) for o in result.raw.objects)

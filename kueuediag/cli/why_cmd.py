@@ -5,12 +5,15 @@ from __future__ import annotations
 import gc
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from kueuediag.cli.common import handle_errors, split_csv, use_color
-from kueuediag.errors import ExitCode, InputError
+from kueuediag.errors import ExitCode, InputError, KueuediagError, SaveFailed
+
+if TYPE_CHECKING:
+    from kueuediag.snapshot.reader import RawSnapshot
 
 
 def diagnose_and_print(
@@ -31,6 +34,7 @@ def diagnose_and_print(
     live: dict[str, Any] | None = None,
 ) -> int:
     """The body of `why` and `demo`; returns the exit code."""
+    started = time.monotonic()  # live `--timeout` counts from here: imports and check loading spend it too
     from kueuediag.config import load_settings
     from kueuediag.engine import diagnose
     from kueuediag.examples import resolve_source
@@ -56,35 +60,69 @@ def diagnose_and_print(
     if settings.output not in FORMATS and settings.output != "md":
         raise InputError(f"unknown output format {settings.output!r} (use {', '.join(FORMATS)})")
     moment = parse_time(now) if now else None
+    # Load the checks (and their imports) before collecting: `--timeout` bounds the whole run, so nothing slow
+    # may be left for after the deadline.
+    classes = discover()
     t0 = time.perf_counter()
     snap: Snapshot
+    raw: RawSnapshot | None = None
+    save: str | None = None
     if source:
         snap = load_snapshot(resolve_source(source), now=moment)
     else:
         from kueuediag.cli.common import stderr_status
-        from kueuediag.live import LiveOptions, live_snapshot_for_why
+        from kueuediag.live import LiveOptions, collect_for_why
 
+        live = dict(live or {})
+        save = live.pop("save", None)
         with stderr_status("collecting from the cluster") as progress:
-            opts = LiveOptions(**(live or {}), namespace=namespace, progress=progress,
+            opts = LiveOptions(**live, namespace=namespace, progress=progress, started=started,
                                report=lambda line: typer.echo(line, err=True))
-            snap = live_snapshot_for_why(target, namespace, opts)
+            raw = collect_for_why(target, namespace, opts)
+        snap = Snapshot(raw)
         if moment is not None:
             snap.now = moment
-    t1 = time.perf_counter()
-    resolved = resolve(snap, target, namespace)
-    verdict = diagnose(snap, resolved, discover(), settings)
-    t2 = time.perf_counter()
-    text = render(verdict, settings.output, color=use_color(no_color), verbose=verbose)
-    typer.echo(text, nl=False)
+    if snap.manifest.partial:
+        typer.echo(f"kueuediag: warning: partial snapshot ({len(snap.manifest.errors)} part(s) not collected; "
+                   "checks that need them say so)", err=True)
+    try:
+        t1 = time.perf_counter()
+        resolved = resolve(snap, target, namespace)
+        verdict = diagnose(snap, resolved, classes, settings)
+        t2 = time.perf_counter()
+        text = render(verdict, settings.output, color=use_color(no_color), verbose=verbose)
+        typer.echo(text, nl=False)
+    except KueuediagError:
+        if raw is not None and save is not None:
+            _save(raw, save, after_verdict=False)
+        raise
     if verbose:
         typer.echo(f"kueuediag: loaded {snap.source} in {t1 - t0:.2f}s, diagnosed in {t2 - t1:.2f}s; "
                    f"settings from {', '.join(settings.source) or 'defaults'}", err=True)
+    if raw is not None and save is not None:
+        _save(raw, save, after_verdict=True)
     if settings.fail_on is not None and not exit_zero:
         gate: Severity = settings.fail_on
         if any(r.finding.severity >= gate and r.finding.about_target for r in verdict.findings
                if r.finding.cause != "not-pending"):
             return int(ExitCode.FINDINGS)
     return int(ExitCode.OK)
+
+
+def _save(raw: RawSnapshot, path: str, *, after_verdict: bool) -> None:
+    """`--save`: write what was collected. A failure never discards the verdict: it was printed first, and the
+    failure is reported after it (exit 5); when there is no verdict (target unreadable) it is only a warning
+    beside the error that follows."""
+    from kueuediag.live.write import write_snapshot
+
+    try:
+        written = write_snapshot(raw, path)
+    except InputError as exc:
+        if after_verdict:
+            raise SaveFailed(f"--save: {exc} (the verdict above is complete)") from None
+        typer.echo(f"kueuediag: warning: --save: {exc}", err=True)
+        return
+    typer.echo(f"kueuediag: saved what was collected to {written}", err=True)
 
 
 def register(app: typer.Typer) -> None:

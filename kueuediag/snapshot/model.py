@@ -100,6 +100,8 @@ class Manifest:
     errors: tuple[tuple[str, str], ...]
     namespaces: tuple[str, ...] | None = None
     """Namespaces the collector was limited to (None: cluster-wide)."""
+    partial: bool = False
+    """Some parts could not be collected (`errors` says which): a warning, never a load failure."""
 
 
 def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
@@ -356,6 +358,7 @@ def _manifest(raw: RawSnapshot) -> Manifest:
         kueue_version=m.get("kueueVersion"),
         errors=errors,
         namespaces=tuple(namespaces) if isinstance(namespaces, list) else None,
+        partial=m.get("partial") is True or bool(errors),
     )
 
 
