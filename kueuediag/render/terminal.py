@@ -21,7 +21,8 @@ _SEV_STYLE = {
 _LAYER_STYLE = {"submission": "magenta", "kueue": "blue", "kubernetes": "green", "none": "dim"}
 
 
-def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None, verbose: bool = False) -> str:
+def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None, verbose: bool = False,
+                    boxes: bool = True) -> str:
     from rich.console import Console
     from rich.panel import Panel
     from rich.text import Text
@@ -38,7 +39,11 @@ def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None,
     head.append("\n" + workload_line(v), style="dim")
     if v.captured_at:
         head.append(f"\nsnapshot time {v.captured_at}", style="dim")
-    console.print(Panel(head, title="kueuediag why", title_align="left", border_style=layer_style or "white"))
+    if boxes:
+        console.print(Panel(head, title="kueuediag why", title_align="left", border_style=layer_style or "white"))
+    else:
+        console.print(head)
+        console.print()
 
     target_findings = [r for r in v.findings if r.finding.about_target]
     context = [r for r in v.findings if not r.finding.about_target]
