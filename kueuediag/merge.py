@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kueuediag.causes import cause
 from kueuediag.check import DOCS_BASE
 from kueuediag.models import CheckRun, Contribution, Finding
 
@@ -26,7 +27,8 @@ def contribution_finding(code: str, check: str, c: Contribution) -> Finding:
     """The finding a contribution stands for when its cause's owner did not fire."""
     return Finding(
         code=code, check=check, cause=c.cause, title=c.title, message=c.message, severity=c.severity,
-        confidence=c.confidence, evidence=c.evidence, remediation=c.remediation, docs=f"{DOCS_BASE}/{code}.md",
+        confidence=c.confidence, evidence=c.evidence, remediation=c.remediation or (cause(c.cause).remediation,),
+        docs=f"{DOCS_BASE}/{code}.md",
         about_target=c.about_target, data=dict(c.data),
     )
 
