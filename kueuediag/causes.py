@@ -213,10 +213,10 @@ _CATALOG: tuple[Cause, ...] = (
 
 # The one owning check per cause (a contract test checks that no other check emits a finding for it).
 OWNERS: dict[str, str] = {
-    "not-managed": "KD001", "localqueue-missing": "KD001", "localqueue-stopped": "KD001",
-    "clusterqueue-missing": "KD001", "clusterqueue-inactive": "KD001", "namespace-not-selected": "KD001",
-    "resource-not-covered": "KD001", "no-matching-flavor": "KD001", "deactivated": "KD001",
-    "admission-gated": "KD001",
+    "not-managed": "KD001", "localqueue-missing": "KD001", "clusterqueue-missing": "KD001",
+    "localqueue-stopped": "KD003", "clusterqueue-inactive": "KD003", "namespace-not-selected": "KD004",
+    "resource-not-covered": "KD005", "no-matching-flavor": "KD005", "deactivated": "KD006",
+    "admission-gated": "KD006",
     "exceeds-max-quota": "KD102", "not-yet-evaluated": "KD102", "waiting-for-quota": "KD102",
     "queued-behind": "KD601",
     "preemption-in-progress": "KD302", "slow-preemption": "KD302", "stuck-preemption-target": "KD302",

@@ -3,7 +3,7 @@
 A check is one class in one module with class-level metadata and a pure `run(snapshot, target)`:
 
 * ``code``      – stable ``KD`` + 3 digits, never reused; the hundreds digit names the family;
-* ``name``      – a slug (``queue-configuration``);
+* ``name``      – a slug (``queue-existence``);
 * ``requires``  – snapshot parts it reads; the engine skips the check with a reason when one is missing;
 * ``needs_workload`` – whether it needs a resolved Workload (False for cluster-wide checks);
 * ``default_severity`` and ``options`` (defaults of its tunables, overridable by configuration).

@@ -70,8 +70,8 @@ class QueuePosition(Check):
                 return CheckResult.could_not_check("ClusterQueues", why)
             return CheckResult.not_applicable("the workload's ClusterQueue does not exist (KD001 reports it)")
         if not idx.cluster_queues[cq_name].active or idx.cluster_queues[cq_name].stop_policy != "None":
-            # nothing is admitted from a stopped or inactive ClusterQueue: KD001's
-            return CheckResult.not_applicable(f"ClusterQueue {cq_name} is stopped or inactive (KD001 reports it)")
+            # nothing is admitted from a stopped or inactive ClusterQueue: KD003's
+            return CheckResult.not_applicable(f"ClusterQueue {cq_name} is stopped or inactive (KD003 reports it)")
         entry = queue_entry(snapshot, cq_name, w)
         if entry is None:
             return CheckResult.not_applicable(f"the workload is not pending in ClusterQueue {cq_name}")
