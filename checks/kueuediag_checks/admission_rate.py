@@ -37,6 +37,8 @@ class AdmissionRate(Check):
         `stuck-preemption-target` (stall while queue heads wait on preemption) and `controller-unhealthy`
         (stall across ClusterQueues with nothing preempting). One ClusterQueue that admits nothing while
         nothing preempts is the guarantee violation itself (KD101): the rate step is ruled out (clear).
+        KD301 owns none of these causes: it contributes its evidence to the finding of the owner (KD302 for
+        the preemption causes, KD901 for controller-unhealthy), so each cause is stated once.
 
     Why the workload stays pending:
         A guarantee violation should be resolved within seconds: reclaiming nominal quota means preempting

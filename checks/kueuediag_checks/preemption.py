@@ -38,7 +38,11 @@ class Preemption(Check):
         and still holds quota, often on a NotReady node, with the heads of several ClusterQueues waiting on
         it), `slow-preemption` (victims hold quota through long grace periods or preStop hooks — typical for
         the plain-pod integration, where a pod counts as active until it stops Running) and
-        `preemption-in-progress` (victims terminate within short grace periods: just wait).
+        `preemption-in-progress` (victims terminate within short grace periods: just wait). A preemption
+        message unchanged for longer than `stale_seconds` (default 30 minutes, by the condition's
+        lastTransitionTime) is never "in progress": it is escalated to `stuck-preemption-target` even when
+        the stuck victim is not in the snapshot. KD302 owns all three causes; KD301 (rates) and KD901
+        (victims holding quota) add their evidence to its finding.
 
     Why the workload stays pending:
         Kueue's preemptor only issues evictions; a victim keeps its quota until its job is no longer active,
