@@ -404,7 +404,8 @@ class Collector:
 
 # --- public entry points -----------------------------------------------------------------------------------
 def make_client(options: LiveOptions) -> KubeClient:
-    client = KubeClient.from_kubeconfig(options.kubeconfig, options.context, timeout=options.timeout,
+    client = KubeClient.from_kubeconfig(options.kubeconfig, options.context, impersonate_user=options.as_user,
+                                        impersonate_groups=options.as_groups, timeout=options.timeout,
                                         request_timeout=options.request_timeout)
     client.deadline = min(client.deadline, options.started + options.timeout)  # both time.monotonic()
     return client

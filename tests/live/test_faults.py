@@ -143,6 +143,7 @@ def test_403_on_workloads_is_unknown_never_not_managed(api_server: ServerFactory
     assert "need get/list on workloads.kueue.x-k8s.io" in run.errors()["workloads (list)"]
     skipped = {c["code"]: c.get("reason") or "" for c in doc["checks"] if c["outcome"] == "skipped"}
     assert "need get/list on workloads.kueue.x-k8s.io" in skipped["KD101"]
+    assert skipped["KD001"] == f"workloads (list): {run.errors()['workloads (list)']}"  # not-managed's owner
 
 
 def test_403_on_nodes_keeps_the_verdict(api_server: ServerFactory, tmp_path: Path) -> None:
