@@ -27,7 +27,9 @@ class ExitCode(IntEnum):
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "verdict produced (whatever it says)",
     ExitCode.FINDINGS: "`--fail-on SEVERITY` was given and a finding reached that severity",
-    ExitCode.USAGE: "usage or input error (bad flag, unreadable snapshot, junk in the target's own Workload, job or queues)",
+    ExitCode.USAGE: (
+        "usage or input error (bad flag, unreadable snapshot, junk in the target's own Workload, job or queues)"
+    ),
     ExitCode.NOT_FOUND: "target not found (closest names are listed on stderr)",
     ExitCode.UNAVAILABLE: "live mode: cluster unreachable or Kueue not installed",
 }
