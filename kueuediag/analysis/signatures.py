@@ -4,8 +4,8 @@
 (a regex on the message and/or on fields), what such a line means, which cause it supports, the lowest
 ``--zap-log-level`` at which Kueue emits it (kueue-facts §10) and how many repetitions make it noteworthy.
 
-``KNOWN_ISSUES`` maps Kueue version ranges and the signatures/objects a snapshot shows to upstream issues, PRs
-and the releases that fixed them (kueue-facts §4.1, §8, §13). KD902 reads it.
+The known upstream bugs that these signatures corroborate live in kueuediag/data/known_issues.yaml
+(kueuediag.analysis.known_issues); the version helpers below serve both.
 
 The small semver helper (:func:`parse_version`, :func:`satisfies`, :func:`is_fixed`) understands ``v0.13.2``,
 ``0.13.2``, pre-releases (``v0.14.0-rc.1`` < ``v0.14.0``), ``v0.20.0-devel`` and ``git describe`` strings
@@ -442,103 +442,3 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
 def signature_hits(snap: Snapshot) -> list[SignatureHit]:
     """`scan` over the snapshot's logs (memoised)."""
     return snap.memo("log-signature-hits", lambda: scan(log_lines(snap)))
-
-
-# --- known upstream issues ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KnownIssue:
-    """An upstream Kueue bug a snapshot can show, with the releases that fixed it.
-
-    `condition` names the detector KD902 runs over the snapshot's objects; `signatures` are log signatures
-    that corroborate it. `fixed_in` lists the mainline release first-class and its cherry-picks
-    (see :func:`is_fixed`); empty when only a feature gate mitigates it.
-    """
-
-    id: str
-    title: str
-    meaning: str
-    issues: tuple[str, ...]
-    prs: tuple[str, ...]
-    fixed_in: tuple[str, ...]
-    condition: str
-    signatures: tuple[str, ...] = ()
-    introduced: str | None = None
-    """first affected release when known (None: as old as the feature)"""
-    mitigation_gate: str | None = None
-    gate_since: str | None = None
-    changelog: str = ""
-
-    def affects(self, version: str | Version) -> bool:
-        v = version if isinstance(version, Version) else parse_version(version)
-        if v is None:
-            return False
-        if self.introduced is not None and not satisfies(v, f">={self.introduced}"):
-            return False
-        if self.fixed_in:
-            return not is_fixed(v, self.fixed_in)
-        return True
-
-    @property
-    def refs(self) -> str:
-        return ", ".join([f"issue {i}" for i in self.issues] + [f"PR {p}" for p in self.prs])
-
-
-KNOWN_ISSUES: tuple[KnownIssue, ...] = (
-    KnownIssue(
-        "fair-sharing-rounding-zero", "Fair-sharing share rounds to 0 for a borrowing ClusterQueue",
-        "Up to v0.13.2 the dominant resource share was computed with integers: with large quotas or high "
-        "weights a borrowing ClusterQueue got weightedShare 0, looked like it was not borrowing, could not "
-        "be chosen for fair-sharing preemption, and a ClusterQueue owning the guarantee could not reclaim it "
-        "(`Workload requires preemption, but there are no candidate workloads allowed for preemption`).",
-        issues=("#6577",), prs=("#6617", "#6620", "#6619"), fixed_in=("v0.14.0", "v0.13.3", "v0.12.8"),
-        condition="borrowing-cq-zero-share", signatures=("no-preemption-candidates",),
-        changelog="Fix fairsharing reclamation bug",
-    ),
-    KnownIssue(
-        "fair-sharing-rounding-precision", "Imprecise dominant resource share (rounding) under fair sharing",
-        "Before v0.14.0 / v0.13.5 shares were compared after rounding: with large quotas or high FairSharing "
-        "weights the order of ClusterQueues in tournaments and preemption was wrong (and weight 0 could loop "
-        "preemption).",
-        issues=("#6774",), prs=("#6925", "#6994"), fixed_in=("v0.14.0", "v0.13.5"),
-        condition="fair-sharing-borrowing", signatures=("no-preemption-candidates",),
-        changelog="Incorrect DominantResourceShare caused by rounding (large quotas or high FairSharing "
-                  "weight)",
-    ),
-    KnownIssue(
-        "pod-group-terminating-quota", "Pods stuck terminating keep quota in pod groups",
-        "Before v0.14.0 / v0.13.5 / v0.12.10 a pod-group pod that stays Running with a deletionTimestamp "
-        "(a zombie past its grace period) counted as active, so its preempted Workload never released quota "
-        "and the preemptor stayed at the head of the queue for hours.",
-        issues=("#6143", "#6489"), prs=("#6872", "#6892", "#6893"),
-        fixed_in=("v0.14.0", "v0.13.5", "v0.12.10"),
-        condition="zombie-pods-in-pod-group",
-        signatures=("overlapping-preemption-targets", "requeue-loop-pending-preemption"),
-        changelog="Pod-integration now correctly handles pods stuck in the Terminating state within pod "
-                  "groups, preventing them from being counted as active and avoiding blocked quota release.",
-    ),
-    KnownIssue(
-        "serialized-pod-preemption", "Pod-integration preemptions are serialized by grace periods",
-        "For plain pods a victim counts as active through its whole termination grace period, so every "
-        "preemption waits for the victim's grace period (15-minute preStop hooks mean one reclaimed "
-        "guarantee every 15 minutes). Kueue v0.17.0 added FastQuotaReleaseInPodIntegration (alpha, off by "
-        "default) to release quota as soon as all pods of the group are terminating.",
-        issues=("#6143",), prs=("#8992",), fixed_in=(), condition="pod-preemption-victim-terminating",
-        signatures=("requeue-loop-pending-preemption",),
-        mitigation_gate="FastQuotaReleaseInPodIntegration", gate_since="v0.17.0",
-        changelog="Pod integration: introduce the FastQuotaReleaseInPodIntegration feature gate (alpha, "
-                  "disabled by default) which allows to release quota as soon as all Pods in a group are "
-                  "terminating.",
-    ),
-    KnownIssue(
-        "misleading-max-capacity-multi-podset",
-        "Misleading `request > maximum capacity` with several pod sets",
-        "Before v0.15.0 the `insufficient quota ... request > maximum capacity` message compared only the "
-        "current pod set with the quota, ignoring what earlier pod sets of the same workload already took, "
-        "so the numbers in the message did not add up for multi-pod-set workloads.",
-        issues=("#4134",), prs=("#7232",), fixed_in=("v0.15.0",), condition="multi-podset-max-capacity",
-    ),
-)
-
-KNOWN_BY_ID: dict[str, KnownIssue] = {k.id: k for k in KNOWN_ISSUES}
