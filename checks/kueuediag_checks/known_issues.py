@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kueuediag.analysis.fair_sharing import kueue_version
+from kueuediag.analysis.installation import installation
 from kueuediag.analysis.known_issues import Context, Match, context_for, match_all
-from kueuediag.analysis.signatures import fixed_version_for, parse_version, satisfies
+from kueuediag.analysis.versions import fixed_version_for, parse_version
 from kueuediag.check import Check, ev
 from kueuediag.models import Finding, Severity
 from kueuediag.snapshot.model import Snapshot
@@ -48,7 +48,7 @@ class KnownIssues(Check):
     default_severity = Severity.HIGH
 
     def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
-        kv = kueue_version(snapshot)
+        kv = installation(snapshot).version
         version = parse_version(kv.version)
         if version is None:
             return []
@@ -74,7 +74,7 @@ class KnownIssues(Check):
             fix = f"{issue.gate_since} with {issue.mitigation_gate}"
             title = (f"Kueue {shown}: {_lower_first(issue.title)} ({issue.first_ref}); mitigated by "
                      f"{issue.mitigation_gate} (>= {issue.gate_since})")
-            if satisfies(ctx.version, f">={issue.gate_since}"):
+            if issue.gate_available(ctx.version):
                 upgrade = (f"Enable the feature gate: add --feature-gates={issue.mitigation_gate}=true to the "
                            f"kueue-controller-manager args (alpha, off by default; {issue.refs}).")
             else:

@@ -25,25 +25,15 @@ import yaml
 from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.health import (
     controller_pods,
-    feature_gates,
     quota_holding_victims,
     shares_quota_with,
     victim_blocks,
     zombie_pods,
 )
-from kueuediag.analysis.kueue_config import kueue_config
+from kueuediag.analysis.installation import installation
 from kueuediag.analysis.object_path import first_text, holds
-from kueuediag.analysis.signatures import (
-    BY_ID,
-    Signature,
-    SignatureHit,
-    Version,
-    is_fixed,
-    parse_version,
-    satisfies,
-    scan,
-    signature_hits,
-)
+from kueuediag.analysis.signatures import BY_ID, Signature, SignatureHit, scan, signature_hits
+from kueuediag.analysis.versions import Version, behaviour, gate_introduced, has_behaviour, parse_version, satisfies
 from kueuediag.check import ev
 from kueuediag.models import Confidence, Evidence, Severity
 from kueuediag.quantity import format_quantity
@@ -97,13 +87,17 @@ class KnownIssue:
     meaning: str
     issues: tuple[str, ...]
     prs: tuple[str, ...]
-    fixed_in: tuple[str, ...]
     effect: str
     workaround: str
     changelog: str = ""
-    introduced: str | None = None
-    mitigation_gate: str | None = None
-    gate_since: str | None = None
+    fixed_by: str | None = None
+    """the row of data/versions.yaml whose releases contain the fix"""
+    mitigated_by: str | None = None
+    """the row whose feature gate only mitigates the bug"""
+    introduced_by: str | None = None
+    """the row of the feature the bug lives in (None: every release)"""
+    introduced_with_gate: str | None = None
+    """or the feature gate of that feature (affected from the gate's first release)"""
     gates: dict[str, bool] = field(default_factory=dict)
     config: dict[str, dict[str, Any]] = field(default_factory=dict)
     required_objects: tuple[Clause, ...] = ()
@@ -112,15 +106,43 @@ class KnownIssue:
     detector_args: dict[str, Any] = field(default_factory=dict)
     logs: tuple[LogSig, ...] = ()
 
+    @property
+    def fixed_in(self) -> tuple[str, ...]:
+        """The releases with the fix (mainline + cherry-picks), from the version table; empty when only a gate
+        mitigates the bug."""
+        return behaviour(self.fixed_by).since if self.fixed_by else ()
+
+    @property
+    def mitigation_gate(self) -> str | None:
+        return behaviour(self.mitigated_by).gate if self.mitigated_by else None
+
+    @property
+    def gate_since(self) -> str | None:
+        return behaviour(self.mitigated_by).first if self.mitigated_by else None
+
+    def gate_available(self, version: str | Version) -> bool:
+        """Whether `version` has the mitigating feature gate at all."""
+        return bool(self.mitigated_by and has_behaviour(version, self.mitigated_by))
+
+    @property
+    def introduced(self) -> str | None:
+        """The first affected release, when the bug lives in a feature younger than v0.9."""
+        if self.introduced_by:
+            return behaviour(self.introduced_by).first
+        if self.introduced_with_gate:
+            return gate_introduced(self.introduced_with_gate)
+        return None
+
     def affects(self, version: str | Version) -> bool:
-        """Whether `version` has the bug (introduced ≤ version, not fixed on its release line)."""
+        """Whether `version` has the bug (the feature exists, the fix is not on its release line)."""
         v = version if isinstance(version, Version) else parse_version(version)
         if v is None:
             return False
-        if self.introduced is not None and not satisfies(v, f">={self.introduced}"):
+        first = self.introduced
+        if first is not None and not satisfies(v, f">={first}"):
             return False
-        if self.fixed_in:
-            return not is_fixed(v, self.fixed_in)
+        if self.fixed_by:
+            return not has_behaviour(v, self.fixed_by)
         return True
 
     @property
@@ -147,9 +169,9 @@ def _issue(raw: dict[str, Any]) -> KnownIssue:
     issue = KnownIssue(
         id=raw["id"], title=raw["title"], meaning=" ".join(str(raw["meaning"]).split()),
         issues=tuple(raw.get("issues") or ()), prs=tuple(raw.get("prs") or ()),
-        fixed_in=tuple(raw.get("fixed_in") or ()), effect=raw["effect"], workaround=raw["workaround"],
-        changelog=raw.get("changelog", ""), introduced=raw.get("introduced"),
-        mitigation_gate=raw.get("mitigation_gate"), gate_since=raw.get("gate_since"),
+        effect=raw["effect"], workaround=raw["workaround"], changelog=raw.get("changelog", ""),
+        fixed_by=raw.get("fixed_by"), mitigated_by=raw.get("mitigated_by"), introduced_by=raw.get("introduced_by"),
+        introduced_with_gate=raw.get("introduced_with_gate"),
         gates=dict(req.get("gates") or {}), config=dict(req.get("config") or {}),
         required_objects=tuple(_clause(c) for c in req.get("objects") or ()),
         evidence=tuple(tuple(_clause(c) for c in alt) for alt in raw.get("evidence") or ()),
@@ -160,8 +182,13 @@ def _issue(raw: dict[str, Any]) -> KnownIssue:
         raise ValueError(f"known issue {issue.id}: effect {issue.effect!r} not in {EFFECTS}")
     if issue.detector is not None and issue.detector not in DETECTORS:
         raise ValueError(f"known issue {issue.id}: unknown detector {issue.detector!r}")
-    if not issue.fixed_in and not issue.mitigation_gate:
-        raise ValueError(f"known issue {issue.id}: neither fixed_in nor mitigation_gate")
+    if not issue.fixed_by and not issue.mitigated_by:
+        raise ValueError(f"known issue {issue.id}: neither fixed_by nor mitigated_by")
+    for row in (issue.fixed_by, issue.mitigated_by, issue.introduced_by):
+        if row is not None:
+            behaviour(row)  # KeyError: a row missing from data/versions.yaml
+    if issue.introduced_with_gate is not None and gate_introduced(issue.introduced_with_gate) is None:
+        raise ValueError(f"known issue {issue.id}: unknown gate {issue.introduced_with_gate!r}")
     if not (issue.evidence or issue.detector or issue.logs):
         raise ValueError(f"known issue {issue.id}: no signature (evidence, detector or logs)")
     for s in issue.logs:
@@ -233,8 +260,8 @@ def match_issue(ctx: Context, issue: KnownIssue) -> Match | None:
     """The graded match of one entry against the snapshot, None when the snapshot does not show it."""
     if not issue.affects(ctx.version):
         return None
-    if issue.mitigation_gate and ctx.version >= (parse_version(issue.gate_since) or ctx.version) \
-            and feature_gates(ctx.snap).enabled(issue.mitigation_gate):
+    if issue.mitigation_gate and issue.gate_available(ctx.version) \
+            and installation(ctx.snap).gates.enabled(issue.mitigation_gate):
         return None
     pre = _preconditions(ctx, issue)
     if pre is None:
@@ -287,13 +314,13 @@ def context_for(snap: Snapshot, version: Version, workload: WorkloadView | None,
 def _preconditions(ctx: Context, issue: KnownIssue) -> list[Evidence] | None:
     """Evidence that each precondition holds, or None when one does not (or cannot be confirmed)."""
     out: list[Evidence] = []
-    gates = feature_gates(ctx.snap)
+    gates = installation(ctx.snap).gates
     for gate, want in issue.gates.items():
         if gates.enabled(gate) is not want:
             return None
         out.append(ev("object", f"feature gate {gate}={'true' if want else 'false'}", field="featureGates"))
     if issue.config:
-        cfg = kueue_config(ctx.snap)
+        cfg = installation(ctx.snap).config
         if not cfg.found:
             return None
         for path, pred in issue.config.items():

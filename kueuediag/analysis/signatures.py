@@ -1,11 +1,11 @@
-"""Log signatures and known upstream Kueue bugs, as data.
+"""Log signatures, as data.
 
 ``SIGNATURES`` is the library KD501 runs over the controller logs: each entry says which lines it matches
 (a regex on the message and/or on fields), what such a line means, which cause it supports, the lowest
 ``--zap-log-level`` at which Kueue emits it (kueue-facts §10) and how many repetitions make it noteworthy.
 
-The known upstream bugs that these signatures corroborate live in kueuediag/data/known_issues.yaml
-(kueuediag.analysis.known_issues); the version helpers below serve both.
+The known upstream bugs these signatures corroborate live in kueuediag/data/known_issues.yaml
+(kueuediag.analysis.known_issues, KD902).
 
 The small semver helper (:func:`parse_version`, :func:`satisfies`, :func:`is_fixed`) understands ``v0.13.2``,
 ``0.13.2``, pre-releases (``v0.14.0-rc.1`` < ``v0.14.0``), ``v0.20.0-devel`` and ``git describe`` strings
@@ -18,114 +18,17 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import total_ordering
 
+from kueuediag.analysis.versions import (  # noqa: F401 - the semver helpers used to live here
+    Version,
+    fixed_version_for,
+    is_fixed,
+    parse_version,
+    satisfies,
+)
 from kueuediag.models import Severity
 from kueuediag.snapshot.logs import LogLine, log_lines
 from kueuediag.snapshot.model import Snapshot
-
-# --- semver ------------------------------------------------------------------------------------------------
-
-_VERSION = re.compile(
-    r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-(?P<pre>[0-9A-Za-z.-]+?))?(?:\+[0-9A-Za-z.-]+)?\s*$"
-)
-_DESCRIBE = re.compile(r"-\d+-g[0-9a-f]{6,40}(?:-dirty)?$")
-
-
-@total_ordering
-@dataclass(frozen=True)
-class Version:
-    major: int
-    minor: int
-    patch: int
-    pre: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        return f"v{self.major}.{self.minor}.{self.patch}" + (f"-{'.'.join(self.pre)}" if self.pre else "")
-
-    @property
-    def line(self) -> tuple[int, int]:
-        """The release line (``(0, 13)`` for v0.13.x)."""
-        return self.major, self.minor
-
-    def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
-        pre = tuple((0, int(p)) if p.isdigit() else (1, p) for p in self.pre)
-        # a release sorts after all its pre-releases
-        return self.major, self.minor, self.patch, 0 if self.pre else 1, pre
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Version):
-            return NotImplemented
-        return self._key() < other._key()
-
-
-def parse_version(text: str | None) -> Version | None:
-    """``v0.13.2`` → Version(0, 13, 2); None for junk (image digests, ``latest``)."""
-    if not text:
-        return None
-    t = _DESCRIBE.sub("", text.strip())
-    m = _VERSION.match(t)
-    if not m:
-        return None
-    pre = tuple(m.group("pre").split(".")) if m.group("pre") else ()
-    return Version(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), pre)
-
-
-_COMPARATOR = re.compile(r"^\s*(>=|<=|>|<|==|=|!=)?\s*(\S+)\s*$")
-
-
-def satisfies(version: str | Version, spec: str) -> bool:
-    """``satisfies("v0.13.4", ">=v0.13.0, <v0.13.5")`` — comma-separated comparators, all must hold.
-
-    Raises ValueError on an unparsable spec (a bug in our data, not in the user's input).
-    """
-    v = version if isinstance(version, Version) else parse_version(version)
-    if v is None:
-        raise ValueError(f"not a version: {version!r}")
-    for part in spec.split(","):
-        if not part.strip():
-            continue
-        m = _COMPARATOR.match(part)
-        bound = parse_version(m.group(2)) if m else None
-        if m is None or bound is None:
-            raise ValueError(f"bad version constraint {part!r}")
-        op = m.group(1) or "=="
-        ok = {
-            ">=": v >= bound, "<=": v <= bound, ">": v > bound, "<": v < bound,
-            "==": v == bound, "=": v == bound, "!=": v != bound,
-        }[op]
-        if not ok:
-            return False
-    return True
-
-
-def is_fixed(version: str | Version, fixed_in: Sequence[str]) -> bool:
-    """Whether `version` contains a fix released in `fixed_in` (the mainline release and its cherry-picks).
-
-    The highest entry is the mainline release: every version at or above it is fixed. A lower entry is a
-    cherry-pick: it fixes only later patches of its own release line (v0.13.5 fixes v0.13.6, not v0.12.9).
-    """
-    v = version if isinstance(version, Version) else parse_version(version)
-    if v is None:
-        raise ValueError(f"not a version: {version!r}")
-    fixes = sorted(f for f in (parse_version(x) for x in fixed_in) if f is not None)
-    if not fixes:
-        return False
-    if v >= fixes[-1]:
-        return True
-    return any(v.line == f.line and v >= f for f in fixes[:-1])
-
-
-def fixed_version_for(version: str | Version, fixed_in: Sequence[str]) -> str:
-    """The release to upgrade to: the cherry-pick on the same line if any, else the mainline release."""
-    v = version if isinstance(version, Version) else parse_version(version)
-    fixes = sorted(f for f in (parse_version(x) for x in fixed_in) if f is not None)
-    if v is not None:
-        for f in fixes:
-            if f.line == v.line:
-                return str(f)
-    return str(fixes[-1]) if fixes else "?"
-
 
 # --- log signatures ---------------------------------------------------------------------------------------
 
