@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from kueuediag.analysis.installation import installation
-from kueuediag.analysis.known_issues import Context, Match, context_for, match_all
+from kueuediag.analysis.known_issues import Context, Match, context_for, known_issues, match_all
 from kueuediag.analysis.versions import fixed_version_for, parse_version
 from kueuediag.check import Check, ev
-from kueuediag.models import Finding, Severity
+from kueuediag.models import CheckResult, Finding, Severity
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
 
@@ -47,17 +47,26 @@ class KnownIssues(Check):
     needs_workload = False
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         kv = installation(snapshot).version
         version = parse_version(kv.version)
         if version is None:
-            return []
+            return CheckResult.could_not_check(
+                "Kueue version", "unknown: not in the snapshot manifest, the controller image or kueue_build_info"
+                + (f" (found {kv.version!r})" if kv.version else ""))
         ctx = context_for(snapshot, version, target.workload, target.cluster_queue(snapshot))
         matches = match_all(ctx)
         fired = {m.issue.id for m in matches}
-        return [self._finding(ctx, m, kv.version or str(version), kv.source) for m in matches
-                # the same family of bug: report the stronger fingerprint only
-                if not (m.issue.id == "fair-sharing-rounding-precision" and "fair-sharing-rounding-zero" in fired)]
+        out = [self._finding(ctx, m, kv.version or str(version), kv.source) for m in matches
+               # the same family of bug: report the stronger fingerprint only
+               if not (m.issue.id == "fair-sharing-rounding-precision" and "fair-sharing-rounding-zero" in fired)]
+        table = known_issues()
+        affecting = [i.id for i in table if i.affects(version)]
+        return self.result(out, ev(
+            "derived", f"Kueue {kv.version or version} (from {kv.source}): {len(affecting)} of {len(table)} "
+                       "known issue(s) affect this version, none of their signatures is in the snapshot"
+            + (f" ({', '.join(affecting[:4])}{', ...' if len(affecting) > 4 else ''})" if affecting else ""),
+            field="known issues"))
 
     def _finding(self, ctx: Context, m: Match, shown: str, source: str) -> Finding:
         issue = m.issue
