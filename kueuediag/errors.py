@@ -30,7 +30,9 @@ class ExitCode(IntEnum):
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "verdict produced (whatever it says)",
     ExitCode.FINDINGS: "`--fail-on SEVERITY` was given and a finding reached that severity",
-    ExitCode.USAGE: "usage or input error (bad flag, malformed or truncated snapshot, junk quantity)",
+    ExitCode.USAGE: (
+        "usage or input error (bad flag, unreadable snapshot, junk in the target's own Workload, job or queues)"
+    ),
     ExitCode.NOT_FOUND: "target not found (closest names are listed on stderr)",
     ExitCode.UNAVAILABLE: "cluster unreachable, Kueue not installed, or the target could not be read "
                           "(the missing permission or failed request is named)",
@@ -48,6 +50,25 @@ class InputError(KueuediagError):
     """Malformed or unreadable input (snapshot, config, flags)."""
 
     exit_code = ExitCode.USAGE
+
+
+class MalformedObject(InputError):
+    """One object in the snapshot is malformed (a junk quantity, a field of the wrong type).
+
+    It carries the object's identity so the engine can tell whether the diagnosis depends on it: junk in the
+    target's own Workload or job is exit 2; junk in an unrelated object makes only the checks that read it
+    "could not check" (naming object and field), and the rest of the diagnosis goes on.
+    """
+
+    def __init__(self, message: str, kind: str, namespace: str | None, name: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
 
 
 class TargetNotFound(KueuediagError):
