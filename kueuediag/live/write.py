@@ -3,37 +3,49 @@
 Layout::
 
     manifest.json                      format, capturedAt, cluster, kueueVersion, errors, namespaces, ...
-    objects/cluster/<kind>.yaml        cluster-scoped objects, one `kind: List` per kind
-    objects/namespaces/<ns>/<kind>.yaml
+    objects/cluster/<kind>.json        cluster-scoped objects, one `kind: List` per kind
+    objects/namespaces/<ns>/<kind>.json
     metrics/<name>.om                  OpenMetrics text (ends with `# EOF`)
     logs/<ns>/<pod>/<container>.log    raw controller logs
 
-Files are written with mode 0600 (directories 0700): a snapshot describes a cluster.
+Objects are written as JSON: on a large cluster, dumping and loading YAML takes about 7× as long (the reader
+still accepts YAML, so `kubectl get -o yaml` folders and older snapshots keep working).
+Files are written with mode 0600 (directories 0700): a snapshot describes a cluster. Writes are atomic and
+safe in parallel: an archive is written to a temporary file with a unique name next to the target and renamed
+over it; a directory is filled under a unique temporary name and renamed into place, so a reader never sees a
+half-written snapshot and two writers never share a temporary file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import re
+import shutil
 import tarfile
+import tempfile
 import time
 from collections import defaultdict
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from kueuediag.errors import InputError
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
-try:
-    _Dumper: Any = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover
-    _Dumper = yaml.SafeDumper
-
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _json_value(value: Any) -> Any:
+    """YAML-read objects carry timestamps as datetimes: write them back as Kubernetes writes them (RFC 3339)."""
+    if isinstance(value, datetime):
+        text = value.isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
 
 
 def _safe(part: str) -> str:
@@ -53,13 +65,12 @@ def snapshot_files(raw: RawSnapshot) -> dict[str, bytes]:
     for obj in raw.objects:
         ns = (obj.get("metadata") or {}).get("namespace")
         kind = str(obj.get("kind") or "Unknown")
-        where = f"objects/namespaces/{_safe(ns)}/{_safe(kind.lower())}.yaml" if ns else \
-            f"objects/cluster/{_safe(kind.lower())}.yaml"
+        where = f"objects/namespaces/{_safe(ns)}/{_safe(kind.lower())}.json" if ns else \
+            f"objects/cluster/{_safe(kind.lower())}.json"
         groups[where].append(obj)
     for where, objs in sorted(groups.items()):
         doc = {"apiVersion": "v1", "kind": "List", "items": objs}
-        files[where] = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                                 allow_unicode=True, width=4096).encode()
+        files[where] = (json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_json_value) + "\n").encode()
     for rel, text in sorted(raw.metrics.items()):
         files[_under("metrics", rel, (".om", ".txt", ".prom"), ".om")] = text.encode()
     for rel, text in sorted(raw.logs.items()):
@@ -87,20 +98,35 @@ def write_snapshot(raw: RawSnapshot, path: str | os.PathLike[str]) -> Path:
             p.parent.mkdir(parents=True, exist_ok=True)
             _write_tar(p, files)
         else:
-            if p.exists() and not p.is_dir():
-                raise InputError(f"{p}: exists and is not a directory (use a new directory or FILE.tar.gz)")
-            if p.exists() and any(p.iterdir()):
-                raise InputError(f"{p}: directory is not empty (refusing to mix snapshots)")
-            p.mkdir(parents=True, exist_ok=True, mode=0o700)
-            for rel, data in files.items():
-                target = p / rel
-                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
+            _write_dir(p, files)
     except OSError as exc:
         raise InputError(f"{p}: cannot write snapshot: {exc.strerror or exc}") from None
     return p
+
+
+def _write_dir(p: Path, files: dict[str, bytes]) -> None:
+    if p.exists() and not p.is_dir():
+        raise InputError(f"{p}: exists and is not a directory (use a new directory or FILE.tar.gz)")
+    if p.exists() and any(p.iterdir()):
+        raise InputError(f"{p}: directory is not empty (refusing to mix snapshots)")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=p.parent, prefix=f".{p.name}.", suffix=".partial"))  # mode 0700
+    try:
+        for rel, data in files.items():
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        try:
+            os.rename(tmp, p)  # replaces an empty directory; fails if another writer got there first
+        except OSError:
+            if p.exists() and any(p.iterdir()):
+                raise InputError(f"{p}: directory is not empty (another snapshot was written there)") from None
+            raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _write_tar(p: Path, files: dict[str, bytes]) -> None:
@@ -108,14 +134,20 @@ def _write_tar(p: Path, files: dict[str, bytes]) -> None:
     top = _safe(top) or "snapshot"
     if top in ("objects", "metrics", "logs"):  # the reader would take these for the snapshot's own folders
         top = f"snapshot-{top}"
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory (an archive name must be a file)")
     now = int(time.time())
-    tmp = p.with_name(p.name + ".partial")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz") as tf:
-        for rel, data in files.items():
-            info = tarfile.TarInfo(f"{top}/{rel}")
-            info.size = len(data)
-            info.mtime = now
-            info.mode = 0o600
-            tf.addfile(info, io.BytesIO(data))
-    os.replace(tmp, p)
+    fd, tmp_name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".partial")  # unique, mode 0600
+    try:
+        with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz") as tf:
+            for rel, data in files.items():
+                info = tarfile.TarInfo(f"{top}/{rel}")
+                info.size = len(data)
+                info.mtime = now
+                info.mode = 0o600
+                tf.addfile(info, io.BytesIO(data))
+        os.replace(tmp_name, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
