@@ -23,7 +23,7 @@ tree from a Snapshot and memoises it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
@@ -31,10 +31,10 @@ from fractions import Fraction
 from typing import Any
 
 from kueuediag.analysis.kueue_config import CONFIG_KEY, kueue_config
-from kueuediag.analysis.quota_tree import workload_usage_by_cq
+from kueuediag.analysis.quota_tree import quota_tree, workload_usage_by_cq
 from kueuediag.analysis.versions import Version, has_behaviour
 from kueuediag.quantity import ZERO
-from kueuediag.snapshot.kueue import ClusterQueueView, CohortView, FlavorResource, kueue_index
+from kueuediag.snapshot.kueue import ClusterQueueView, CohortView, FlavorResource, Quota, kueue_index
 from kueuediag.snapshot.model import Snapshot
 
 MAX_INT64 = 9223372036854775807
@@ -406,17 +406,16 @@ def fair_sharing_config(snap: Snapshot) -> FairSharingConfig:
 # --- from a snapshot ---------------------------------------------------------------------------------------
 
 
-def _quota_amounts(groups: Iterable[Any]) -> dict[FlavorResource, QuotaAmounts]:
-    out: dict[FlavorResource, QuotaAmounts] = {}
-    for rg in groups:
-        for flavor, quotas in rg.flavors:
-            for r, q in quotas.items():
-                out[(flavor, r)] = QuotaAmounts(
-                    nominal=kueue_amount(r, q.nominal),
-                    borrowing_limit=None if q.borrowing_limit is None else kueue_amount(r, q.borrowing_limit),
-                    lending_limit=None if q.lending_limit is None else kueue_amount(r, q.lending_limit),
-                )
-    return out
+def _quota_amounts(quotas: Mapping[FlavorResource, Quota]) -> dict[FlavorResource, QuotaAmounts]:
+    """A node's quotas (as the quota tree holds them) in Kueue's int64 amounts."""
+    return {
+        (flavor, r): QuotaAmounts(
+            nominal=kueue_amount(r, q.nominal),
+            borrowing_limit=None if q.borrowing_limit is None else kueue_amount(r, q.borrowing_limit),
+            lending_limit=None if q.lending_limit is None else kueue_amount(r, q.lending_limit),
+        )
+        for (flavor, r), q in quotas.items()
+    }
 
 
 def reserved_usage(snap: Snapshot, cq: ClusterQueueView) -> tuple[dict[FlavorResource, Decimal], str]:
@@ -432,20 +431,28 @@ def reserved_usage(snap: Snapshot, cq: ClusterQueueView) -> tuple[dict[FlavorRes
 
 
 def fair_sharing_tree(snap: Snapshot) -> FairShareTree:
-    """The snapshot's ClusterQueues and Cohorts as a finalized FairShareTree (memoised)."""
+    """The snapshot's quota tree (:func:`kueuediag.analysis.quota_tree.quota_tree`: the same nodes, parents and
+    quotas every check reads) in Kueue's int64 amounts, with weights and reported shares (memoised).
+
+    The DRS arithmetic re-accumulates SubtreeQuota in integers on purpose: reproducing the weightedShare Kueue
+    wrote needs Kueue's own rounding of every quantity, not the exact decimals of the quota tree."""
 
     def build() -> FairShareTree:
         idx = kueue_index(snap)
+        qt = quota_tree(snap)
         tree = FairShareTree()
-        for cq in idx.cluster_queues.values():
+        for node in qt.cluster_queues.values():
+            cq = idx.cluster_queues[node.name]
             usage, _ = reserved_usage(snap, cq)
             tree.add_cluster_queue(
-                cq.name, cq.cohort, _quota_amounts(cq.resource_groups),
+                node.name, node.parent, _quota_amounts(node.quotas),
                 {fr: kueue_amount(fr[1], q) for fr, q in usage.items()},
                 weight=cq.fair_weight, reported=_reported(cq.obj))
-        for co in idx.cohorts.values():
-            tree.add_cohort(co.name, co.parent, _quota_amounts(co.resource_groups), weight=co.fair_weight,
-                            reported=_reported(co.obj) if co.obj is not None else None)
+        for node in qt.cohorts.values():
+            co = idx.cohorts.get(node.name)
+            tree.add_cohort(node.name, node.parent, _quota_amounts(node.quotas),
+                            weight=co.fair_weight if co is not None else Decimal(1),
+                            reported=_reported(co.obj) if co is not None and co.obj is not None else None)
         return tree.finalize()
 
     return snap.memo("fair-sharing-tree", build)
