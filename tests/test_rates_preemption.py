@@ -113,3 +113,22 @@ def test_rates_ignore_follower_replicas_and_split_series() -> None:
     assert rates.admission_times == [300.0, 540.0, 900.0, 1200.0]
     assert rates.pending_by_cq == {"q": 3.0}
     assert rates.pending_min() == 3.0 and rates.pending_since() == 0.0
+
+
+def test_kd302_says_which_conclusion_needs_the_unknown_version() -> None:
+    """Without a Kueue version the plain-pod victim state is still known (a plain pod counts while Running on
+    every release), but whether FastQuotaReleaseInPodIntegration exists is not: KD302 says so."""
+    from kueuediag.config import Settings
+    from kueuediag.engine import diagnose
+    from kueuediag.registry import discover
+    from kueuediag.snapshot.reader import read_snapshot
+    from kueuediag.target import resolve
+
+    raw = read_snapshot(str(FIXTURES / "slow-pod-preemption"))
+    raw.manifest.pop("kueueVersion", None)
+    snap = Snapshot(raw)
+    verdict = diagnose(snap, resolve(snap, "pod/infer-server-7", "inference"), discover(), Settings())
+    [kd302] = [f for run in verdict.runs if run.code == "KD302" for f in run.findings]
+    assert kd302.cause == "slow-preemption"
+    assert "the Kueue version is unknown" in kd302.message and "v0.17.0" in kd302.message
+    assert kd302.data["facts"]["pod-counted-active-by-kueue"]["Pod/batch-jobs/sft-shard-36"] is True

@@ -234,6 +234,8 @@ class Preemption(Check):
                         f"are serialised — one reclaimed slot every ~{human_duration(grace)}.")
             if gate_on:
                 message += f" {gate} is enabled, yet the victims still hold quota."
+            if inst.has(fast.id) is None:
+                message += f" Whether {gate} could shorten this: {inst.unknown_note(fast.id)}."
         message += " This workload stays at the head of its ClusterQueue until then."
         evidence = [cond_ev]
         for victim in slow[:4]:
