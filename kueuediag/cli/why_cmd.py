@@ -64,7 +64,7 @@ def diagnose_and_print(
     from kueuediag.engine import diagnose
     from kueuediag.examples import resolve_source
     from kueuediag.models import Severity
-    from kueuediag.registry import discover
+    from kueuediag.registry import discover_all
     from kueuediag.render import render, verdict_line
     from kueuediag.snapshot.model import load_snapshot
     from kueuediag.target import resolve
@@ -94,7 +94,10 @@ def diagnose_and_print(
             snap.now = moment
     t1 = time.perf_counter()
     resolved = resolve(snap, target, namespace)
-    verdict = diagnose(snap, resolved, discover(), settings)
+    found = discover_all()
+    for err in found.errors:
+        typer.echo(f"kueuediag: warning: {err}", err=True)
+    verdict = diagnose(snap, resolved, found.classes, settings)
     t2 = time.perf_counter()
     if settings.quiet and settings.output == "terminal":
         typer.echo(verdict_line(verdict))
