@@ -84,6 +84,9 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
         if why:
             return CheckRun(**base, outcome=Outcome.COULD_NOT_CHECK, input=part.value, reason=why)
     if check.needs_workload and target.workload is None:
+        if target.workload_unknown:  # its collection failed: unknown, not absent
+            return CheckRun(**base, outcome=Outcome.COULD_NOT_CHECK, input="workloads",
+                            reason=f"the target's Workload could not be read ({target.workload_unknown})")
         return CheckRun(**base, outcome=Outcome.NOT_APPLICABLE, reason="no Workload exists for this target")
     start = time.perf_counter()
     try:
@@ -165,7 +168,7 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
                           namespace=meta(target.owner).get("namespace"))
     if w is None:
         return WorkloadInfo(namespace=target.namespace, name=None, owner=owner, local_queue=target.local_queue,
-                            cluster_queue=None, state="not-managed")
+                            cluster_queue=None, state="unknown" if target.workload_unknown else "not-managed")
     pending = None
     if w.state in ("pending", "quota-reserved"):
         since = w.queue_order_time

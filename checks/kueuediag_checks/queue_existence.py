@@ -85,6 +85,9 @@ class QueueExistence(SubmissionCheck):
     default_severity = Severity.HIGH
 
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
+        if target.workload is None and target.workload_unknown:
+            # A Workload that could not be read is unknown, never evidence that Kueue created none.
+            return CheckResult.could_not_check("workloads", target.workload_unknown)
         if target.workload is None:
             found = self._not_managed(snapshot, target)
             if found:

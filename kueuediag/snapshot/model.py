@@ -104,6 +104,8 @@ class Manifest:
     """`snapshot --for TARGET`: the target the snapshot was taken for (`why --from` diagnoses it by default)"""
     target_namespace: str | None = None
     redacted: bool = False
+    partial: bool = False
+    """Some parts could not be collected (`errors` says which): a warning, never a load failure."""
 
 
 def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
@@ -385,6 +387,7 @@ def _manifest(raw: RawSnapshot) -> Manifest:
         target_namespace=str(recorded["namespace"]) if isinstance(recorded, dict) and recorded.get("namespace")
         else None,
         redacted=m.get("redacted") is True,
+        partial=m.get("partial") is True or bool(errors),
     )
 
 
