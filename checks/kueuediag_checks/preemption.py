@@ -5,9 +5,11 @@ from __future__ import annotations
 from kueuediag.analysis.installation import installation
 from kueuediag.analysis.pod_termination import describe_termination, in_pod_group
 from kueuediag.analysis.preemption_victims import (
+    LONG_GRACE_SECONDS,
     BlockedHead,
     Victim,
     blocked_heads,
+    preemption_cause,
     preemption_victims,
     victim_facts,
     victims_of,
@@ -72,7 +74,7 @@ class Preemption(Check):
     name = "preemption"
     requires = (Part.WORKLOADS,)
     default_severity = Severity.HIGH
-    options = {"long_grace_seconds": 300, "stale_seconds": 1800}
+    options = {"long_grace_seconds": LONG_GRACE_SECONDS, "stale_seconds": 1800}
 
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
@@ -104,16 +106,17 @@ class Preemption(Check):
         candidates = own + [v for v in shared if v not in own]
         cond_ev = ev("condition", f"QuotaReserved=False ({qr.reason}): {qr.message}", kind="Workload",
                      name=w.name, namespace=w.namespace, field="status.conditions[type=QuotaReserved].message")
-        stuck = [v for v in candidates if v.holds_quota and v.zombie_pods]
-        if not stuck and head.overlapping:
-            # The overlapping message does not name the victim: any zombie victim still holding quota fits.
-            stuck = [v for v in preemption_victims(snapshot) if v.holds_quota and v.zombie_pods]
-        if stuck:
-            return CheckResult.fired([self._stuck(snapshot, w, head, heads, stuck, own, cond_ev)])
         long_grace = int(self.opts["long_grace_seconds"])
-        holding = [v for v in candidates if v.holds_quota and v.active_pods]
-        slow = [v for v in holding if v.max_grace >= long_grace or v.pre_stop]
-        if slow:
+        if preemption_cause(candidates, long_grace) != "stuck-preemption-target" and head.overlapping:
+            # The overlapping message does not name the victim: any zombie victim still holding quota fits.
+            candidates += [v for v in preemption_victims(snapshot) if v not in candidates
+                           and preemption_cause([v], long_grace) == "stuck-preemption-target"]
+        cause = preemption_cause(candidates, long_grace)
+        if cause == "stuck-preemption-target":
+            stuck = [v for v in candidates if preemption_cause([v], long_grace) == cause]
+            return CheckResult.fired([self._stuck(snapshot, w, head, heads, stuck, own, cond_ev)])
+        if cause == "slow-preemption":
+            slow = [v for v in candidates if preemption_cause([v], long_grace) == cause]
             return CheckResult.fired([self._slow(snapshot, w, head, slow, own, cond_ev)])
         return CheckResult.fired([self._in_progress(snapshot, w, head, candidates, cond_ev)])
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from kueuediag.analysis.messages import PendingMessage, Reason, parse_pending_message
 from kueuediag.analysis.pod_termination import describe_termination
-from kueuediag.analysis.preemption_victims import evented_victims, victim_facts, victims_of
+from kueuediag.analysis.preemption_victims import evented_victims, preemption_cause, victim_facts, victims_of
 from kueuediag.analysis.queue_order import queue_entry
 from kueuediag.analysis.quota_fit import FitVerdict, ResourceFit, WorkloadFit, fit_facts, workload_fit
 from kueuediag.analysis.quota_summary import QuotaHolders, quota_holders
@@ -622,8 +622,9 @@ class QuotaCheck(Check):
             "kueue.x-k8s.io/job-uid=<victim job uid> (long terminationGracePeriodSeconds, stuck finalizers, "
             "unreachable nodes).",
         ]
+        # the victims' state decides the cause, by the one classification KD302 (its owner) uses too
         return self.finding(
-            "preemption-in-progress",
+            preemption_cause(found),
             title,
             message,
             severity=Severity.MEDIUM if holding or not victims else Severity.LOW,

@@ -270,6 +270,24 @@ def victim_blocks(snap: Snapshot, w: WorkloadView | None, target_cq: str | None,
     return waits_on_preemption(snap, w) and shares_quota_with(kueue_index(snap), target_cq, v.cluster_queue)
 
 
+LONG_GRACE_SECONDS = 300
+"""A victim whose pods take at least this long to terminate (or run a preStop hook) makes a preemption slow."""
+
+
+def preemption_cause(victims: list[Victim], long_grace_seconds: int = LONG_GRACE_SECONDS) -> str:
+    """Which preemption cause the victims' state shows — the one classification KD302 and KD102 share:
+
+    ``stuck-preemption-target`` when a victim still holding quota has a zombie pod (past its grace for more
+    than a minute); ``slow-preemption`` when a victim holding quota has active pods with a grace period of at
+    least `long_grace_seconds` or a preStop hook; else ``preemption-in-progress``."""
+    holding = [v for v in victims if v.holds_quota]
+    if any(v.zombie_pods for v in holding):
+        return "stuck-preemption-target"
+    if any(v.active_pods and (v.max_grace >= long_grace_seconds or v.pre_stop) for v in holding):
+        return "slow-preemption"
+    return "preemption-in-progress"
+
+
 def victim_facts(snap: Snapshot, victims: list[Victim]) -> dict[str, dict[str, bool | None]]:
     """Structured conclusions about victims and their pods for Finding.data["facts"]: the contradiction test
     compares them across every check that talks about the same objects."""
@@ -286,7 +304,9 @@ __all__ = [
     "Victim",
     "VictimPod",
     "blocked_heads",
+    "LONG_GRACE_SECONDS",
     "evented_victims",
+    "preemption_cause",
     "quota_holding_victims",
     "victim_blocks",
     "victim_facts",
