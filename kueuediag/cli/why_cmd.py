@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from kueuediag.cli import options as opt
-from kueuediag.cli.common import handle_errors, settings_from_flags, terminal_style
+from kueuediag.cli.common import handle_errors, retain_until_exit, settings_from_flags, terminal_style
 from kueuediag.errors import ExitCode, InputError, KueuediagError, SaveFailed
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ def diagnose_and_print(
         typer.echo(f"kueuediag: warning: partial snapshot ({len(snap.manifest.errors)} part(s) not collected; "
                    "checks that need them say so)", err=True)
     t1 = time.perf_counter()
+    retain_until_exit(snap, raw)
     try:
         resolved = resolve(snap, target, namespace)
         verdict = diagnose(snap, resolved, classes, settings)
