@@ -32,6 +32,7 @@ from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import (
     FlavorResource,
+    WorkloadState,
     WorkloadView,
     cluster_queue_of,
     kueue_index,
@@ -182,7 +183,7 @@ def pending_since(w: WorkloadView) -> tuple[datetime | None, str]:
 
 def is_pending(w: WorkloadView) -> bool:
     """Waiting for quota: no reservation, active, not finished."""
-    return w.state == "pending" and w.active
+    return w.state == WorkloadState.PENDING and w.active
 
 
 Release = tuple[datetime, WorkloadView, dict[FlavorResource, Decimal]]

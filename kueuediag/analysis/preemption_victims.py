@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kueuediag.analysis.messages import PendingMessage, parse_pending_message
+from kueuediag.analysis.messages import PendingMessage, ReasonKind, parse_pending_message
 from kueuediag.analysis.pod_termination import (
     KueueActivity,
     counted_active_by_kueue,
@@ -27,6 +27,7 @@ from kueuediag.analysis.pod_termination import (
     is_zombie,
     seconds_past_grace,
 )
+from kueuediag.causes import CauseSlug
 from kueuediag.snapshot.k8s import PodView
 from kueuediag.snapshot.kueue import (
     WorkloadView,
@@ -243,7 +244,7 @@ def blocked_heads(snap: Snapshot) -> list[BlockedHead]:
             if qr is None or not qr.false or w.is_true("Finished"):
                 continue
             pm = parse_pending_message(qr.message)
-            overlapping = pm.has("overlapping-targets")
+            overlapping = pm.has(ReasonKind.OVERLAPPING_TARGETS)
             if pm.preempting or overlapping or qr.reason == "WaitingForPreemptedWorkloads":
                 out.append(BlockedHead(workload=w, cluster_queue=cluster_queue_of(idx, w), message=pm,
                                        overlapping=overlapping, since=qr.last_transition))
@@ -274,7 +275,7 @@ LONG_GRACE_SECONDS = 300
 """A victim whose pods take at least this long to terminate (or run a preStop hook) makes a preemption slow."""
 
 
-def preemption_cause(victims: list[Victim], long_grace_seconds: int = LONG_GRACE_SECONDS) -> str:
+def preemption_cause(victims: list[Victim], long_grace_seconds: int = LONG_GRACE_SECONDS) -> CauseSlug:
     """Which preemption cause the victims' state shows — the one classification KD302 and KD102 share:
 
     ``stuck-preemption-target`` when a victim still holding quota has a zombie pod (past its grace for more
@@ -282,10 +283,10 @@ def preemption_cause(victims: list[Victim], long_grace_seconds: int = LONG_GRACE
     least `long_grace_seconds` or a preStop hook; else ``preemption-in-progress``."""
     holding = [v for v in victims if v.holds_quota]
     if any(v.zombie_pods for v in holding):
-        return "stuck-preemption-target"
+        return CauseSlug.STUCK_PREEMPTION_TARGET
     if any(v.active_pods and (v.max_grace >= long_grace_seconds or v.pre_stop) for v in holding):
-        return "slow-preemption"
-    return "preemption-in-progress"
+        return CauseSlug.SLOW_PREEMPTION
+    return CauseSlug.PREEMPTION_IN_PROGRESS
 
 
 def victim_facts(snap: Snapshot, victims: list[Victim]) -> dict[str, dict[str, bool | None]]:
