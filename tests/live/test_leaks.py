@@ -100,7 +100,7 @@ def test_planted_secrets_never_reach_a_snapshot(api_server: ServerFactory, live_
         snap = take_snapshot(tmp_path / "all.tar.gz", o2, redact=redacted).path
     for path in (saved, snap):
         text = _written(path)
-        assert "Zq" in text or redacted or True  # the files were read
+        assert "llm-finetune" in text or redacted  # the files were read
         leaked = sorted(kind for kind, value in S.items() if value in text)
         assert leaked == [], f"{path.name}: planted secrets survived in {leaked}"
     # the structure around the secrets survives: flags, header names, the messages' words
@@ -113,7 +113,8 @@ def test_planted_secrets_never_reach_a_snapshot(api_server: ServerFactory, live_
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("--header=Authorization: Bearer abc.def.ghi123", "--header=Authorization: <redacted>"),
-    ("sh -c 'python t.py --wandb-api-key X1y2Z3 --steps 1'", "sh -c 'python t.py --wandb-api-key <redacted> --steps 1'"),
+    ("sh -c 'python t.py --wandb-api-key X1y2Z3 --steps 1'",
+     "sh -c 'python t.py --wandb-api-key <redacted> --steps 1'"),
     ('{"msg":"x","client_secret":"abc123"}', '{"msg":"x","client_secret":"<redacted>"}'),
     ("curl -u admin:pw https://admin:pw@host/x", "curl -u admin:pw https://<redacted>@host/x"),
     ("proxy-authorization: Negotiate YIIBhwYGKwYBBQUCoIIBezCC", "proxy-authorization: <redacted>"),
@@ -200,8 +201,8 @@ def test_redaction_hides_every_planted_name_and_address(tmp_path: Path) -> None:
     assert names["default"].startswith(("clusterqueue-", "ns-")) and names["gpu"] == "localqueue-1"
     lq = next(o for o in red.objects if o["kind"] == "LocalQueue" and o["metadata"]["name"] == names["gpu"])
     assert lq["spec"]["clusterQueue"] == names["default"]
-    assert lq["status"]["conditions"][0]["message"] == (
-        f"Can submit new workloads to localQueue localqueue-1 (nvidia.com/gpu quota in ClusterQueue {names['default']})")
+    assert lq["status"]["conditions"][0]["message"] == ("Can submit new workloads to localQueue localqueue-1 "
+                                                        f"(nvidia.com/gpu quota in ClusterQueue {names['default']})")
     assert "nvidia.com/localqueue" not in text and "nvidia.com/gpu" in text
     assert not _token("gpu").search(text.replace("nvidia.com/gpu", ""))
     # label keys and API groups are never touched; IPs become documentation addresses, consistently
