@@ -33,6 +33,7 @@ from kueuediag.models import (
 )
 from kueuediag.ranking import rank, verdict_cause
 from kueuediag.snapshot.k8s import meta
+from kueuediag.snapshot.kueue import WorkloadState
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
@@ -53,6 +54,11 @@ def matches(selector: str, cls: type[Check]) -> bool:
 def select_checks(classes: Sequence[type[Check]], settings: Settings) -> list[Check]:
     chosen = []
     known = {c.code for c in classes}
+    for cls in classes:
+        try:
+            cls.register_causes()  # a plugin class handed in directly (tests, kueuediag.testing)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     for sel in settings.select + settings.ignore + list(settings.severity):
         if not any(matches(sel, c) for c in classes) and sel not in BY_SLUG:
             raise InputError(f"unknown check, family or cause {sel!r} in select/ignore/severity")
@@ -163,9 +169,10 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
                           namespace=meta(target.owner).get("namespace"))
     if w is None:
         return WorkloadInfo(namespace=target.namespace, name=None, owner=owner, local_queue=target.local_queue,
-                            cluster_queue=None, state="unknown" if target.workload_unknown else "not-managed")
+                            cluster_queue=None, state=WorkloadState.UNKNOWN if target.workload_unknown
+                            else WorkloadState.NOT_MANAGED)
     pending = None
-    if w.state in ("pending", "quota-reserved"):
+    if w.state in (WorkloadState.PENDING, WorkloadState.QUOTA_RESERVED):
         since = w.queue_order_time
         pending = snap.age_seconds(since)
     return WorkloadInfo(
