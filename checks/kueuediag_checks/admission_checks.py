@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kueuediag.analysis.kueue_config import kueue_config
+from kueuediag.analysis.messages import rejected_checks
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import Condition, conditions, meta
@@ -22,7 +22,6 @@ from kueuediag.timeutil import format_rfc3339, human_duration
 
 WAITING_MSG = "waiting for all admitted workloads to be in PodsReady condition"
 PR_CONDITIONS = ("Accepted", "Provisioned", "Failed", "CapacityRevoked", "BookingExpired")
-_REJECTED_IN = re.compile(r"in Rejected state: \"?(?P<name>[A-Za-z0-9.\-]+)\"?")
 
 
 class AdmissionChecks(Check):
@@ -299,8 +298,7 @@ class AdmissionChecks(Check):
             e.message for e in events_for(snap, "Workload", w.namespace, w.name) if e.reason == "AdmissionCheckRejected"
         ]
         for text in texts:
-            for m in _REJECTED_IN.finditer(text):
-                name = m.group("name")
+            for name in rejected_checks(text):
                 if name not in out or out[name].startswith("Reset to Pending"):
                     out[name] = text
         return out

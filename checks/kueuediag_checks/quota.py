@@ -209,7 +209,7 @@ class QuotaCheck(Check):
         reason = qr.reason
         if reason == "WaitingForPreemptedWorkloads" or pm.preempting or pm.preemption_failed:
             return "preemption-in-progress"
-        if pm.has("overlapping-targets") and "will fit after these preemptions complete" in qr.message:
+        if pm.has("overlapping-deferred"):
             return "preemption-in-progress"
         if reason == "ExceedsMaxQuota":
             return "exceeds-max-quota"

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from kueuediag.analysis.kueue_config import kueue_config
-from kueuediag.analysis.messages import PendingMessage
+from kueuediag.analysis.messages import PendingMessage, rejected_checks
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Finding, Severity
 from kueuediag.snapshot.k8s import Condition
@@ -153,8 +151,7 @@ class WorkloadActivation(Check):
                 c.name for c in w.admission_checks if c.state == "Rejected" or "Previously: Rejected" in c.message
             ]
             if not rejected:
-                m = re.search(r'in Rejected state: "?([A-Za-z0-9.\-]+)"?', detail)
-                rejected = [m.group(1)] if m else []
+                rejected = rejected_checks(detail)
             why = f"admission check {', '.join(rejected) or '(see message)'} rejected it"
             fixes.append("Read the admission check's message (and its ProvisioningRequest) and fix the cause.")
         else:
