@@ -209,6 +209,40 @@ _CATALOG: tuple[Cause, ...] = (
           "Read the job's FailedCreate event or the pod's container status (`kubectl describe job|pod ...`) and "
           "fix what it names: the namespace ResourceQuota, the image reference or pull credentials, the missing "
           "Secret/ConfigMap."),
+    Cause("unrecognised-kueue-message", _K, Tier.ROOT, "Kueue recorded a message kueuediag does not know",
+          "A condition on the Workload (or its LocalQueue/ClusterQueue) carries a message that matches no template "
+          "in kueuediag's catalog of what Kueue v0.9 - v0.19 writes (docs/messages.md). It is Kueue's own account "
+          "of the workload, so it is quoted verbatim and ranked above any explanation kueuediag infers without "
+          "recorded evidence: a newer Kueue, a patched build, or a path the catalog misses.",
+          "Read the quoted message: it is Kueue's explanation. Search it in the Kueue issues and release notes "
+          "for your version, and report it to kueuediag so the catalog learns it."),
+    Cause("workload-invalid", _S, Tier.BLOCKER, "Kueue recorded a validation or configuration error",
+          "Kueue cannot build the workload's resource requests: it recorded a validation error (requests above "
+          "limits, LimitRange violations, a namespace that does not exist) or a configuration error (a DRA "
+          "DeviceClass not mapped in `resources.deviceClassMappings`, DRA used without the KueueDRAIntegration "
+          "feature gate, an unsupported device request) with `QuotaReserved=False` and `Requeued=False`: Kueue "
+          "will not try again until the workload or the configuration changes.",
+          "Fix what the message names (the pod template's requests/limits, the LimitRange, the DRA mapping or "
+          "feature gate in the Kueue configuration), then recreate the job."),
+    Cause("model-disagreement", _K, Tier.SYMPTOM, "kueuediag's model and Kueue disagree",
+          "kueuediag's recomputation says the workload fits in its ClusterQueue's unused nominal quota, while "
+          "Kueue's recorded message says it does not, and nothing in the snapshot shows capacity changing after "
+          "Kueue wrote it. Either the snapshot misses something Kueue sees (objects, usage, a version difference) "
+          "or kueuediag's model is wrong; both accounts are shown.",
+          "Trust Kueue's message first; compare it with the quota table in the finding. If neither explains the "
+          "gap, capture a fresh snapshot (`kueuediag snapshot`) and report it."),
+    Cause("admission-check-retry", _K, Tier.ROOT, "An admission check asked for a retry",
+          "An admission check is in state `Retry` (for a ProvisioningRequest: the request failed or its booking "
+          "expired), or Kueue evicted the workload because of a check in Retry and has not re-evaluated it after "
+          "the check's backoff (`requeueAfterSeconds`, `status.requeueState.requeueAt`).",
+          "Read the check's message (and its ProvisioningRequest's conditions); wait for the backoff, or fix "
+          "what the check reports (capacity, quota of the node group, parameters)."),
+    Cause("foreign-scheduling-gate", _N, Tier.ROOT, "A scheduling gate Kueue did not add holds the pods",
+          "The pods carry a `spec.schedulingGates` entry that Kueue did not add (Kueue only adds and removes its "
+          "own `kueue.x-k8s.io/admission` and `kueue.x-k8s.io/topology` gates). Another controller or webhook "
+          "added it and must remove it; until then the kube-scheduler ignores the pods, admitted or not.",
+          "Find who added the gate (the pod's managedFields name the field manager) and have that controller "
+          "release it; remove it by hand only if that controller is gone."),
 )
 
 # The one owning check per cause (a contract test checks that no other check emits a finding for it).
@@ -227,6 +261,8 @@ OWNERS: dict[str, str] = {
     "controller-unhealthy": "KD901", "zombie-pods": "KD901", "node-unhealthy": "KD901", "config-change": "KD901",
     "gate-not-removed": "KD401", "kube-unschedulable": "KD401", "pods-not-starting": "KD401",
     "logging-insufficient": "KD501", "known-issue": "KD902", "not-pending": "KD002",
+    "unrecognised-kueue-message": "KD801", "workload-invalid": "KD801", "model-disagreement": "KD101",
+    "admission-check-retry": "KD701", "foreign-scheduling-gate": "KD401",
 }
 
 CAUSES: tuple[Cause, ...] = tuple(replace(c, owner=OWNERS[c.slug]) for c in _CATALOG)

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from kueuediag.analysis.versions import Version, parse_version
 from kueuediag.quantity import QuantityError, parse_quantity
 
 CATALOG_SCHEMA = "kueuediag/messages/v1"
@@ -69,29 +70,18 @@ class CatalogEntry:
     absent: tuple[str, ...] = ()
     note: str = ""
 
-    def exists_in(self, minor: str) -> bool:
-        """Whether Kueue `minor` (e.g. ``v0.15``; a full ``v0.15.2`` works too) writes this message."""
-        key = _minor_key(minor)
-        if key is None:
-            return True
-        lo, hi = _minor_key(self.since), _minor_key(self.until)
-        assert lo is not None and hi is not None
-        return lo <= key <= hi and _minor(minor) not in self.absent
+    def exists_in(self, version: str | Version | None) -> bool | None:
+        """Whether Kueue `version` (``v0.15.2``, ``v0.15``) writes this message; None when the version is unknown."""
+        v = version if isinstance(version, Version) else parse_version(version)
+        lo, hi = parse_version(self.since), parse_version(self.until)
+        if v is None or lo is None or hi is None:
+            return None
+        return lo.line <= v.line <= hi.line and f"v{v.major}.{v.minor}" not in self.absent
 
     @property
     def versions(self) -> str:
-        text = self.since if self.since == self.until else f"{self.since} – {self.until}"
+        text = self.since if self.since == self.until else f"{self.since} - {self.until}"
         return text + (f" (not {', '.join(self.absent)})" if self.absent else "")
-
-
-def _minor(version: str) -> str:
-    m = re.match(r"v?(\d+)\.(\d+)", version.strip())
-    return f"v{m.group(1)}.{m.group(2)}" if m else version
-
-
-def _minor_key(version: str) -> tuple[int, int] | None:
-    m = re.match(r"v?(\d+)\.(\d+)", version.strip())
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _entry(raw: dict[str, Any]) -> CatalogEntry:
@@ -256,12 +246,14 @@ def parse_pending_message(message: str) -> PendingMessage:
     flavor_entries = _entries("flavor")
     for ps, body in sections:
         spans: list[tuple[int, int]] = []
+        found: list[tuple[int, Reason]] = []
         for e in flavor_entries:
             for fm in e.pattern.finditer(body):
                 if any(s <= fm.start() < t for s, t in spans):
                     continue  # an earlier (more specific) template already explains this text
-                reasons.append(_reason(e, fm, ps))
+                found.append((fm.start(), _reason(e, fm, ps)))
                 spans.append((fm.start(), fm.end()))
+        reasons += [r for _, r in sorted(found, key=lambda x: x[0])]  # in the order Kueue wrote them
         leftover = _leftover(body, spans)
         if leftover:
             reasons.append(Reason(kind="other", text=leftover, pod_set=ps))
