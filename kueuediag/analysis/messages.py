@@ -369,15 +369,21 @@ _CHECK_NAME = re.compile(r"\"(?P<name>[^\"]+)\"(?: \([^)]*\))?|(?P<bare>[A-Za-z0
 def rejected_checks(message: str) -> list[str]:
     """AdmissionCheck names a deactivation or eviction message says rejected the workload.
 
-    v0.19 writes `AdmissionCheck(s) in Rejected state: "a" (msg); "b"`; v0.9 – v0.17 wrote
+    v0.19 writes `AdmissionCheck(s) in Rejected state: "a" (msg); "b"`; v0.9 - v0.17 wrote
     `Admission check(s): [a b], were rejected`; both may follow `The workload is deactivated due to `.
     """
+    return checks_in_state(message, "Rejected")
+
+
+def checks_in_state(message: str, state: str) -> list[str]:
+    """AdmissionCheck names an eviction or deactivation message lists in `state` (Rejected or Retry)."""
     text = message or ""
-    m = re.search(r"AdmissionChecks? in Rejected state: (?P<checks>.*)$", text)
+    m = re.search(r"AdmissionChecks? in " + re.escape(state) + r" state: (?P<checks>.*)$", text)
     if m:
         return [n.group("name") or n.group("bare") or "" for n in _CHECK_NAME.finditer(m.group("checks"))
                 if n.group("name") or (n.group("bare") and not n.start())]
-    m = re.search(r"Admission check\(s\): \[?(?P<checks>[^\]]*?)\]?, were rejected", text)
+    m = re.search(r"Admission check\(s\): \[?(?P<checks>[^\]]*?)\]?, were rejected", text) if state == "Rejected" \
+        else None
     if m:
         return [n for n in re.split(r"[\s,]+", m.group("checks")) if n]
     return []
