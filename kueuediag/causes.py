@@ -237,6 +237,14 @@ _CATALOG: tuple[Cause, ...] = (
           "the check's backoff (`requeueAfterSeconds`, `status.requeueState.requeueAt`).",
           "Read the check's message (and its ProvisioningRequest's conditions); wait for the backoff, or fix "
           "what the check reports (capacity, quota of the node group, parameters)."),
+    Cause("flavor-assignment-conflict", _K, Tier.BLOCKER, "Kueue's flavor order finds no fit, another combination does",
+          "Every pod set fits some flavor, but Kueue's flavor assigner takes pod sets in order and gives each the "
+          "first flavor that fits, counting what earlier pod sets took; it never revisits an earlier choice. The "
+          "combination it reaches does not fit (or only by preemption), while another assignment of the same "
+          "flavors fits. Kueue's message then blames quota ('insufficient quota ... previously considered podsets "
+          "requests') although the quota suffices.",
+          "Pin the earlier pod set to the flavor that leaves room (a nodeSelector matching that flavor's nodeLabels), "
+          "reorder the pod sets so the most constrained comes first, or split the job."),
     Cause("foreign-scheduling-gate", _N, Tier.ROOT, "A scheduling gate Kueue did not add holds the pods",
           "The pods carry a `spec.schedulingGates` entry that Kueue did not add (Kueue only adds and removes its "
           "own `kueue.x-k8s.io/admission` and `kueue.x-k8s.io/topology` gates). Another controller or webhook "
@@ -262,7 +270,7 @@ OWNERS: dict[str, str] = {
     "gate-not-removed": "KD401", "kube-unschedulable": "KD401", "pods-not-starting": "KD401",
     "logging-insufficient": "KD501", "known-issue": "KD902", "not-pending": "KD002",
     "unrecognised-kueue-message": "KD801", "workload-invalid": "KD801", "model-disagreement": "KD101",
-    "admission-check-retry": "KD701", "foreign-scheduling-gate": "KD401",
+    "admission-check-retry": "KD701", "foreign-scheduling-gate": "KD401", "flavor-assignment-conflict": "KD005",
 }
 
 CAUSES: tuple[Cause, ...] = tuple(replace(c, owner=OWNERS[c.slug]) for c in _CATALOG)
