@@ -5,8 +5,9 @@ from __future__ import annotations
 from kueuediag.analysis.installation import kueue_version
 from kueuediag.analysis.messages import Classified, catalog_versions, classify, parse_pending_message
 from kueuediag.analysis.queue_route import queue_route
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import WorkloadView
 from kueuediag.snapshot.model import Part, Snapshot
@@ -138,7 +139,7 @@ class KueueRecord(Check):
     ) -> list[Finding]:
         hits = [
             (c, e) for c, (kind, _, _) in read if kind == "Workload" and c.condition in ("QuotaReserved", "Requeued")
-            and c.status != "True" for e in c.entries if e.cause == "workload-invalid"
+            and c.status != "True" for e in c.entries if e.cause == CauseSlug.WORKLOAD_INVALID
         ]
         if not hits or w.state != "pending":
             return []
@@ -168,7 +169,7 @@ class KueueRecord(Check):
         )
         return [
             self.finding(
-                "workload-invalid",
+                CauseSlug.WORKLOAD_INVALID,
                 f"Kueue recorded a {what} error: {detail}" + (" (Requeued=False)" if no_retry else ""),
                 f"Kueue could not compute the workload's resource requests and recorded `{c0.message}` on "
                 f"{c0.condition} (catalog entry {e0.id}, {e0.source}, Kueue {e0.versions}).{retry}",
@@ -199,7 +200,7 @@ class KueueRecord(Check):
             quoted = "; ".join(c.unrecognised)
             out.append(
                 self.finding(
-                    "unrecognised-kueue-message",
+                    CauseSlug.UNRECOGNISED_KUEUE_MESSAGE,
                     f"Kueue recorded a message kueuediag does not know on {kind} {name} "
                     f"{cond_name}={c.status} ({c.reason}): {quoted}",
                     f"{kind} {name} carries {cond_name}={c.status}, reason {c.reason}{self._age(snap, cond)}, message "

@@ -27,11 +27,12 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from kueuediag.analysis.health import last_spec_change
-from kueuediag.analysis.messages import parse_pending_message
+from kueuediag.analysis.messages import ReasonKind, parse_pending_message
 from kueuediag.analysis.quota import FlavorResourceQuota, WorkloadFit, cq_quotas, quota_tree, workload_fit
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import (
     FlavorResource,
+    WorkloadState,
     WorkloadView,
     cluster_queue_of,
     kueue_index,
@@ -182,7 +183,7 @@ def pending_since(w: WorkloadView) -> tuple[datetime | None, str]:
 
 def is_pending(w: WorkloadView) -> bool:
     """Waiting for quota: no reservation, active, not finished."""
-    return w.state == "pending" and w.active
+    return w.state == WorkloadState.PENDING and w.active
 
 
 Release = tuple[datetime, WorkloadView, dict[FlavorResource, Decimal]]
@@ -434,7 +435,7 @@ def _iso(t: datetime | None) -> str:
 # --- the recomputation against Kueue's record ---------------------------------------------------------------
 
 # kinds of a QuotaReserved=False message that claim the workload does not fit in quota
-_QUOTA_CLAIMS = ("insufficient-unused-quota", "exceeds-max-quota", "no-longer-fits")
+_QUOTA_CLAIMS = (ReasonKind.INSUFFICIENT_UNUSED_QUOTA, ReasonKind.EXCEEDS_MAX_QUOTA, ReasonKind.NO_LONGER_FITS)
 
 
 @dataclass(frozen=True)
@@ -501,8 +502,8 @@ def read_record(snap: Snapshot, v: Violation, requeue_seconds: float) -> RecordR
         verdict = "stale" if age is None or age >= requeue_seconds else "fresh"
         return RecordReading(verdict, record, what, at)
     pm = parse_pending_message(qr.message)
-    if pm.preempting is not None or pm.preemption_failed is not None or pm.has("overlapping-targets",
-                                                                                 "overlapping-deferred"):
+    if pm.preempting is not None or pm.preemption_failed is not None or pm.has(
+            ReasonKind.OVERLAPPING_TARGETS, ReasonKind.OVERLAPPING_DEFERRED):
         return RecordReading("explained", record, explanation="Kueue is preempting to make room "
                              "(preemption-in-progress)")
     other = [r for r in pm.reasons if r.kind not in _QUOTA_CLAIMS]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from enum import StrEnum
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -50,6 +51,75 @@ _BORROWS: dict[str, tuple[str, ...]] = {
 }
 
 
+class ReasonKind(StrEnum):
+    """What one catalogued message (or one reason inside a pending message) says: the `kind` of the catalog's
+    entries (several entries may share one), plus `other` for text no template matches."""
+
+    INSUFFICIENT_UNUSED_QUOTA = "insufficient-unused-quota"
+    EXCEEDS_MAX_QUOTA = "exceeds-max-quota"
+    RESOURCE_UNAVAILABLE = "resource-unavailable"
+    FLAVOR_NOT_FOUND = "flavor-not-found"
+    UNTOLERATED_TAINT = "untolerated-taint"
+    NODE_AFFINITY = "node-affinity"
+    FLAVOR_MISSING_RESOURCE = "flavor-missing-resource"
+    TOPOLOGY_NO_FIT = "topology-no-fit"
+    TOPOLOGY_PARTIAL_FIT = "topology-partial-fit"
+    TAS_CONFIG = "tas-config"
+    LQ_MISSING = "lq-missing"
+    LQ_STOPPED = "lq-stopped"
+    LQ_INACTIVE = "lq-inactive"
+    CQ_MISSING = "cq-missing"
+    CQ_STOPPED = "cq-stopped"
+    CQ_INACTIVE = "cq-inactive"
+    NAMESPACE_MISMATCH = "namespace-mismatch"
+    ADMISSION_GATED = "admission-gated"
+    FAILED_CHECKS = "failed-checks"
+    OVERLAPPING_TARGETS = "overlapping-targets"
+    NO_LONGER_FITS = "no-longer-fits"
+    PREEMPTION_GATED = "preemption-gated"
+    WAITING_PODSREADY = "waiting-podsready"
+    VALIDATION = "validation"
+    PENDING_EVALUATION = "pending-evaluation"
+    BYPASSED = "bypassed"
+    DEACTIVATED = "deactivated"
+    DRA = "dra"
+    NAMESPACE_MISSING = "namespace-missing"
+    NOMINATED_FLAVOR = "nominated-flavor"
+    FLAVOR_NOT_ALLOWED = "flavor-not-allowed"
+    SLICE_FLAVOR_PINNED = "slice-flavor-pinned"
+    INTERNAL_ERROR = "internal-error"
+    TAS_REPLACEMENT = "tas-replacement"
+    PREEMPTING = "preempting"
+    PREEMPTION_FAILED = "preemption-failed"
+    OVERLAPPING_DEFERRED = "overlapping-deferred"
+    VARIANT_ADMITTED = "variant-admitted"
+    ADMIT_FAILED = "admit-failed"
+    QUOTA_RESERVED = "quota-reserved"
+    ADMITTED = "admitted"
+    NO_RESERVATION = "no-reservation"
+    CHECKS_PENDING = "checks-pending"
+    DELAYED_TOPOLOGY = "delayed-topology"
+    PODS_READY = "pods-ready"
+    PODS_NOT_READY = "pods-not-ready"
+    PODS_RECOVERING = "pods-recovering"
+    PODSREADY_TIMEOUT = "podsready-timeout"
+    PREEMPTED = "preempted"
+    CHECK_RETRY = "check-retry"
+    NODE_FAILURE = "node-failure"
+    MANAGER_EVICTION = "manager-eviction"
+    REQUEUED = "requeued"
+    DEACTIVATING = "deactivating"
+    FINISHED = "finished"
+    CHECK_INACTIVE = "check-inactive"
+    CHECK_READY = "check-ready"
+    CHECK_ERROR = "check-error"
+    CHECK_REJECTED = "check-rejected"
+    QUEUE_ACTIVE = "queue-active"
+    LQ_CQ_INACTIVE = "lq-cq-inactive"
+    CQ_TERMINATING = "cq-terminating"
+    OTHER = "other"
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
     """One message template Kueue writes (see the header of kueuediag/data/messages.yaml)."""
@@ -59,7 +129,7 @@ class CatalogEntry:
     status: str
     reasons: tuple[str, ...]
     part: str
-    kind: str
+    kind: ReasonKind
     cause: str
     template: str
     pattern: re.Pattern[str]
@@ -92,7 +162,7 @@ def _entry(raw: dict[str, Any]) -> CatalogEntry:
         status=str(raw["status"]),
         reasons=tuple(str(r) for r in raw.get("reasons") or ()),
         part=str(raw["part"]),
-        kind=str(raw["kind"]),
+        kind=ReasonKind(str(raw["kind"])),
         cause=str(raw["cause"]),
         template=str(raw["template"]),
         pattern=re.compile(str(raw["pattern"])),
@@ -139,7 +209,7 @@ def _entries(part: str, conditions: tuple[str, ...] = ("QuotaReserved",)) -> tup
 class Reason:
     """One reason from a pending message."""
 
-    kind: str
+    kind: ReasonKind
     """the catalog entry's kind (insufficient-unused-quota, exceeds-max-quota, resource-unavailable, lq-missing,
     cq-inactive, namespace-mismatch, admission-gated, topology-no-fit, tas-config, validation, dra, ...), or
     `other` for text no catalogued template matches"""
@@ -172,10 +242,10 @@ class PendingMessage:
     """N in 'Pending the preemption of N workload(s)'"""
     preemption_failed: int | None = None
 
-    def of(self, *kinds: str) -> list[Reason]:
+    def of(self, *kinds: ReasonKind) -> list[Reason]:
         return [r for r in self.reasons if r.kind in kinds]
 
-    def has(self, *kinds: str) -> bool:
+    def has(self, *kinds: ReasonKind) -> bool:
         return any(r.kind in kinds for r in self.reasons)
 
     @property
@@ -256,7 +326,7 @@ def parse_pending_message(message: str) -> PendingMessage:
         reasons += [r for _, r in sorted(found, key=lambda x: x[0])]  # in the order Kueue wrote them
         leftover = _leftover(body, spans)
         if leftover:
-            reasons.append(Reason(kind="other", text=leftover, pod_set=ps))
+            reasons.append(Reason(kind=ReasonKind.OTHER, text=leftover, pod_set=ps))
     return PendingMessage(
         raw=raw,
         reasons=tuple(reasons),
@@ -393,12 +463,12 @@ def waits_for_preemption(message: str) -> bool:
     """Whether a QuotaReserved=False message says the workload waits for victims to go (or overlaps another
     workload's victims)."""
     pm = parse_pending_message(message)
-    return pm.preempting is not None or pm.has("overlapping-targets", "overlapping-deferred")
+    return pm.preempting is not None or pm.has(ReasonKind.OVERLAPPING_TARGETS, ReasonKind.OVERLAPPING_DEFERRED)
 
 
 def exceeds_max_form(message: str) -> str | None:
     """Which exceeds-max-quota wording a message uses: the catalog entry id (the wording changed in v0.13)."""
-    for r in parse_pending_message(message).of("exceeds-max-quota"):
+    for r in parse_pending_message(message).of(ReasonKind.EXCEEDS_MAX_QUOTA):
         return r.entry_id
     return None
 
