@@ -32,7 +32,7 @@ from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.models import Finding, Outcome, Verdict
 from kueuediag.registry import discover
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 from kueuediag.timeutil import parse_time
 

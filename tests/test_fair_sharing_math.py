@@ -19,7 +19,8 @@ from kueuediag.analysis.fair_sharing import (
     kueue_version,
     share_rounding,
 )
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 
 GPU = ("h100", "nvidia.com/gpu")

@@ -37,7 +37,8 @@ def diagnose_and_print(
     from kueuediag.models import Severity
     from kueuediag.registry import discover
     from kueuediag.render import FORMATS, render
-    from kueuediag.snapshot.model import Snapshot, load_snapshot
+    from kueuediag.snapshot.loader import load_snapshot
+    from kueuediag.snapshot.model import Snapshot
     from kueuediag.target import resolve
     from kueuediag.timeutil import parse_time
 

@@ -7,7 +7,6 @@ check that never asks for pods never pays for them.
 
 from __future__ import annotations
 
-import gc
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -357,26 +356,3 @@ def _manifest(raw: RawSnapshot) -> Manifest:
         errors=errors,
         namespaces=tuple(namespaces) if isinstance(namespaces, list) else None,
     )
-
-
-def load_snapshot(path: str, now: datetime | None = None) -> Snapshot:
-    """Read and index a snapshot from disk."""
-    from kueuediag.snapshot.reader import read_snapshot
-
-    # Loading creates millions of small objects and none of them form garbage cycles: the cyclic GC would
-    # rescan the whole heap again and again (a third of the load time on a 200 MB snapshot). Pause it while
-    # reading, then move the loaded objects out of its view.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        snap = Snapshot(read_snapshot(path), now=now)
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
-    if snap.metrics_text:
-        # Validate metrics at load so a malformed .om file is an input error (exit 2), not an errored check.
-        from kueuediag.snapshot.metrics import metric_store
-
-        metric_store(snap)
-    return snap

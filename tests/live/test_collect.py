@@ -199,7 +199,7 @@ def test_live_snapshot_is_a_snapshot(api_server: ServerFactory, tmp_path: Path) 
                                      save=tmp_path / "saved.tar.gz")
     assert isinstance(snap, Snapshot)
     assert (tmp_path / "saved.tar.gz").stat().st_size > 0
-    from kueuediag.snapshot.model import load_snapshot
+    from kueuediag.snapshot.loader import load_snapshot
 
     again = load_snapshot(str(tmp_path / "saved.tar.gz"))
     assert {o["metadata"]["name"] for o in again.of_kind("Workload")} == \
