@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
-from kueuediag.errors import InputError
+from kueuediag.errors import InputError, clip, shown
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.timeutil import parse_time, parse_time_lenient
 
@@ -117,7 +117,9 @@ class Snapshot:
         self._by_uid: dict[str, dict[str, Any]] = {}
         self._children: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._memo: dict[Any, Any] = {}
-        self.warnings: list[str] = []
+        self._origins = raw.origins
+        self.warnings: list[str] = list(raw.warnings)
+        """input read in a degraded way (replaced bytes, skipped files, cut logs): shown with the verdict"""
         for obj in raw.objects:
             self._add(obj)
         self.metrics_text = raw.metrics
@@ -129,18 +131,20 @@ class Snapshot:
         kind = obj["kind"]
         if kind in DROPPED_KINDS:
             return
+        origin = self._origins.get(id(obj))
         api = obj["apiVersion"]
         group, _, version = api.rpartition("/")
         if group == KUEUE_GROUP and kind in KUEUE_VERSIONS and version not in KUEUE_VERSIONS[kind]:
             raise InputError(
-                f"{kind} {obj['metadata'].get('name')}: unsupported apiVersion {api} "
-                f"(kueuediag reads {', '.join(sorted(KUEUE_VERSIONS[kind]))})"
+                f"{_describe(obj, origin)}: unsupported apiVersion {clip(api)} "
+                f"(kueuediag reads {', '.join(sorted(KUEUE_VERSIONS[kind]))})", source=origin, field="apiVersion"
             )
         for part in ("metadata", "spec", "status"):
             if part in obj and obj[part] is not None and not isinstance(obj[part], dict):
-                _shape_error(obj, part, "dict", obj[part])
+                _shape_error(obj, part, "dict", obj[part], origin)
+        _check_metadata(obj, origin)
         if kind not in LAZY_SHAPE_KINDS:
-            _check_shapes(obj)
+            _check_shapes(obj, origin)
         ns, name = _ns_name(obj)
         key = (kind, ns, name)
         if key in self._by_key:
@@ -182,6 +186,23 @@ class Snapshot:
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         return self._by_key.get((kind, namespace, name))
+
+    def origin(self, obj: dict[str, Any]) -> str | None:
+        """The file an object was read from (None for live-collected or hand-built snapshots)."""
+        return self._origins.get(id(obj))
+
+    def input_error(self, obj: dict[str, Any], exc: Exception) -> InputError:
+        """The one-line input error for an object a view or an analysis could not read.
+
+        Names the file, the object and — when a shape rule or the failing accessor knows it — the field.
+        """
+        origin = self.origin(obj)
+        if isinstance(exc, InputError):
+            text = str(exc)
+            if origin and not text.startswith(origin):
+                text = f"{origin}: {text}"
+            return InputError(text, source=origin, ref=_ref(obj), field=exc.field)
+        return malformed(obj, exc, origin)
 
     def by_uid(self, uid: str) -> dict[str, Any] | None:
         return self._by_uid.get(uid)
@@ -239,7 +260,7 @@ def _rules_for(kind: str) -> tuple[_Rule, ...]:
     return rules
 
 
-def _check_shapes(obj: dict[str, Any]) -> None:
+def _check_shapes(obj: dict[str, Any], origin: str | None = None) -> None:
     for path, segments, type_name in _rules_for(obj["kind"]):
         values: list[Any] = [obj]
         for key, many in segments:
@@ -258,30 +279,104 @@ def _check_shapes(obj: dict[str, Any]) -> None:
                 break
         for v in values:
             if not isinstance(v, _TYPES[type_name]) or (type_name == "int" and isinstance(v, bool)):
-                _shape_error(obj, path, type_name, v)
+                _shape_error(obj, path, type_name, v, origin)
 
 
-def malformed(obj: dict[str, Any], exc: Exception) -> InputError:
+class FieldTypeError(TypeError):
+    """Raised by a typed accessor (:func:`typed`) when a field has the wrong JSON type."""
+
+    def __init__(self, path: str, type_name: str, value: Any) -> None:
+        super().__init__(f"{path} must be a {_NAMES[type_name]}, got {shown(value, 40)}")
+        self.path = path
+
+
+def typed(container: dict[str, Any], key: str, type_name: str, path: str) -> Any:
+    """``container[key]`` when absent/None or of the JSON type Kubernetes fixes for it; else FieldTypeError.
+
+    The one accessor views use for fields whose type checks rely on (names used as keys, numbers compared):
+    :func:`kueuediag.snapshot.kueue.guarded` turns the error into an input error naming file, object and field.
+    """
+    value = container.get(key)
+    if value is None or (isinstance(value, _TYPES[type_name]) and not (type_name == "int" and isinstance(value, bool))):
+        return value
+    raise FieldTypeError(path, type_name, value)
+
+
+BAD_SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, OverflowError, RecursionError)
+"""What reading a wrong-typed field raises in Python code that assumed the type kubectl writes."""
+
+
+def malformed(obj: dict[str, Any], exc: Exception, origin: str | None = None) -> InputError:
     """The input error for an object whose normalisation failed: the precise field when a shape rule finds it."""
     try:
-        _check_shapes(obj)
+        _check_shapes(obj, origin)
     except InputError as precise:
         return precise
-    raw_meta = obj.get("metadata")
-    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-    where = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
-    return InputError(f"{obj.get('kind')} {where}: malformed object ({type(exc).__name__}: {exc})")
+    if isinstance(exc, FieldTypeError):
+        return InputError(f"{_describe(obj, origin)}: {exc}", source=origin, ref=_ref(obj), field=exc.path)
+    return InputError(f"{_describe(obj, origin)}: malformed object ({type(exc).__name__}: {shown(str(exc), 120)})",
+                      source=origin, ref=_ref(obj))
 
 
-def _shape_error(obj: dict[str, Any], path: str, type_name: str, value: Any) -> None:
+def _ref(obj: dict[str, Any]) -> tuple[str, str | None, str]:
     raw_meta = obj.get("metadata")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-    where = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
-    shown = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
-    raise InputError(f"{obj['kind']} {where}: {path} must be a {_NAMES[type_name]}, got {shown}")
+    ns = meta.get("namespace")
+    return str(obj.get("kind")), ns if isinstance(ns, str) else None, str(meta.get("name"))
+
+
+def _describe(obj: dict[str, Any], origin: str | None) -> str:
+    """``objects/x.yaml: Workload team-a/train`` (bounded: names come from the input)."""
+    kind, ns, name = _ref(obj)
+    where = "/".join(clip(x, 80) for x in (ns, name) if x)
+    return f"{origin + ': ' if origin else ''}{clip(kind, 60)} {where}"
+
+
+def _shape_error(obj: dict[str, Any], path: str, type_name: str, value: Any, origin: str | None = None) -> None:
+    raise InputError(f"{_describe(obj, origin)}: {path} must be a {_NAMES[type_name]}, got {shown(value, 40)}",
+                     source=origin, ref=_ref(obj), field=path)
 
 
 _NAMES = {"dict": "mapping", "list": "list", "int": "whole number", "str": "string"}
+_TIME_TYPES = (str, datetime)
+
+
+def _check_metadata(obj: dict[str, Any], origin: str | None) -> None:
+    """Fixed-type metadata every index and view relies on, checked for every object at load (cheaply).
+
+    namespace and uid are dictionary keys, labels and annotations are matched as strings, owner references
+    link objects by uid; Kubernetes fixes all of their types, so anything else is a malformed input.
+    """
+    meta = obj["metadata"]
+    for key in ("namespace", "uid"):
+        value = meta.get(key)
+        if value is not None and type(value) is not str:
+            _shape_error(obj, f"metadata.{key}", "str", value, origin)
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if type(value) is not dict:
+            _shape_error(obj, f"metadata.{key}", "dict", value, origin)
+        for k, v in value.items():
+            if type(v) is not str or type(k) is not str:
+                _shape_error(obj, f"metadata.{key}.{shown(k, 40)}", "str", v if type(k) is str else k, origin)
+    for key in ("creationTimestamp", "deletionTimestamp"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, _TIME_TYPES):
+            _shape_error(obj, f"metadata.{key}", "str", value, origin)
+    refs = meta.get("ownerReferences")
+    if refs is None:
+        return
+    if type(refs) is not list:
+        _shape_error(obj, "metadata.ownerReferences", "list", refs, origin)
+    for i, ref in enumerate(refs):
+        if type(ref) is not dict:
+            _shape_error(obj, f"metadata.ownerReferences[{i}]", "dict", ref, origin)
+        for key in ("uid", "kind", "name", "apiVersion"):
+            value = ref.get(key)
+            if value is not None and type(value) is not str:
+                _shape_error(obj, f"metadata.ownerReferences[{i}].{key}", "str", value, origin)
 
 
 def _rv(obj: dict[str, Any]) -> int:
@@ -341,13 +436,19 @@ def _error_names_part(what: str, part: Part) -> bool:
 def _manifest(raw: RawSnapshot) -> Manifest:
     m = raw.manifest
     captured = None
+    where = f"{raw.source}/manifest.json"
     if m.get("capturedAt") is not None:
         try:
             captured = parse_time(m.get("capturedAt"))
         except InputError:
-            raise InputError(f"{raw.source}/manifest.json: invalid capturedAt {m.get('capturedAt')!r}") from None
-    errors = tuple((str(e.get("what", "?")), str(e.get("error", "?"))) for e in m.get("errors") or ())
+            raise InputError(f"{where}: invalid capturedAt {shown(m.get('capturedAt'))}") from None
+    for key in ("cluster", "kueueVersion"):
+        if m.get(key) is not None and not isinstance(m.get(key), str):
+            raise InputError(f"{where}: {key} must be a string, got {shown(m.get(key))}")
+    errors = tuple((clip(e.get("what", "?"), 200), clip(e.get("error", "?"), 400)) for e in m.get("errors") or ())
     namespaces = m.get("namespaces")
+    if namespaces is not None and not (isinstance(namespaces, list) and all(isinstance(n, str) for n in namespaces)):
+        raise InputError(f"{where}: namespaces must be a list of strings, got {shown(namespaces)}")
     return Manifest(
         format=m.get("format"),
         captured_at=captured,
