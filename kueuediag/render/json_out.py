@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from kueuediag import __version__
-from kueuediag.models import Verdict
+from kueuediag.models import Evidence, Verdict
 
 SCHEMA = "kueuediag/why/v1"
 
@@ -20,6 +20,16 @@ def _default(o: Any) -> Any:
     if hasattr(o, "isoformat"):
         return o.isoformat()
     return str(o)
+
+
+def _evidence(e: Evidence) -> dict[str, Any]:
+    return {
+        "source": e.source,
+        "ref": e.ref.model_dump() if e.ref else None,
+        "field": e.field,
+        "observed": e.observed,
+        "expected": e.expected,
+    }
 
 
 def verdict_dict(v: Verdict) -> dict[str, Any]:
@@ -38,7 +48,8 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
             "pendingSeconds": w.pending_seconds,
             "priority": w.priority,
         },
-        "verdict": {"cause": v.cause, "layer": v.layer.value, "headline": v.headline},
+        "verdict": {"cause": v.cause, "layer": v.layer.value, "headline": v.headline,
+                    "confidence": v.confidence.label, "unseen": list(v.unseen)},
         "findings": [
             {
                 "rank": r.rank,
@@ -51,19 +62,11 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
                 "aboutTarget": r.finding.about_target,
                 "title": r.finding.title,
                 "message": r.finding.message,
-                "evidence": [
-                    {
-                        "source": e.source,
-                        "ref": e.ref.model_dump() if e.ref else None,
-                        "field": e.field,
-                        "observed": e.observed,
-                        "expected": e.expected,
-                    }
-                    for e in r.finding.evidence
-                ],
+                "evidence": [_evidence(e) for e in r.finding.evidence],
                 "remediation": list(r.finding.remediation),
                 "docs": r.finding.docs,
                 "data": r.finding.data,
+                "contributors": list(r.finding.contributors),
             }
             for r in v.findings
         ],
@@ -72,8 +75,11 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
                 "code": run.code,
                 "check": run.check,
                 "family": run.family,
-                "outcome": run.outcome.value,
+                "outcome": run.outcome.v1,
+                "result": run.outcome.value,
                 "reason": run.reason,
+                "input": run.input,
+                "evidence": [_evidence(e) for e in run.evidence],
                 "durationMs": run.duration_ms,
             }
             for run in v.runs
