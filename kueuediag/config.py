@@ -32,6 +32,8 @@ class Settings:
     check_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     fail_on: Severity | None = None
     output: str = "terminal"
+    limits: dict[str, Any] = field(default_factory=dict)
+    """snapshot read bounds by name (kueuediag.snapshot.limits.Limits), validated when a snapshot is read"""
     source: list[str] = field(default_factory=list)
     """where settings came from, for --verbose"""
 
@@ -47,7 +49,7 @@ def _as_list(value: Any, key: str) -> list[str]:
 
 
 def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
-    known = {"select", "ignore", "severity", "checks", "fail_on", "fail-on", "output"}
+    known = {"select", "ignore", "severity", "checks", "fail_on", "fail-on", "output", "limits"}
     unknown = set(data) - known
     if unknown:
         raise InputError(
@@ -81,6 +83,10 @@ def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
             raise InputError(f"{origin}: fail_on: {exc}") from None
     if "output" in data:
         settings.output = str(data["output"])
+    if "limits" in data:
+        if not isinstance(data["limits"], dict):
+            raise InputError(f"{origin}: limits must map a bound (max_bytes, max_objects, ...) to a value")
+        settings.limits.update({str(k): v for k, v in data["limits"].items()})
     settings.source.append(origin)
 
 

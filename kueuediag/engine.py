@@ -166,6 +166,7 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
         findings=tuple(ranked), runs=tuple(runs),
         captured_at=snap.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         snapshot_errors=tuple(f"{what}: {err}" for what, err in snap.manifest.errors),
+        snapshot_warnings=tuple(snap.warnings),
         confidence=confidence, unseen=tuple(unseen),
     )
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -11,14 +13,47 @@ from typing import Any, TypeVar
 
 import typer
 
-from kueuediag.errors import ExitCode, KueuediagError, TargetNotFound
+from kueuediag.errors import ExitCode, InputError, KueuediagError, TargetNotFound, clip, shown
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(message: str, code: ExitCode) -> typer.Exit:
-    typer.echo(f"kueuediag: error: {message}", err=True)
+    typer.echo(encodable(f"kueuediag: error: {clip(message, 1000)}", sys.stderr), err=True)
     return typer.Exit(int(code))
+
+
+def encodable(text: str, stream: Any) -> str:
+    """`text` as `stream` can write it: characters its encoding lacks become replacement characters."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return text.encode(encoding, "replace").decode(encoding, "replace")
+    return text
+
+
+def emit(text: str, output: str) -> None:
+    """Write rendered output to stdout whatever its encoding (latin-1, cp437, or lone surrogates from the input).
+
+    JSON is re-escaped to ASCII, which keeps every character; other formats degrade to replacement characters.
+    """
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        if output == "json":
+            text = json.dumps(json.loads(text), indent=2, ensure_ascii=True) + "\n"
+        else:
+            text = encodable(text, sys.stdout)
+    typer.echo(text, nl=False)
+
+
+def positive_seconds(flag: str, value: float) -> float:
+    """A deadline in seconds: finite and above zero (``nan`` would silently disable it, ``inf`` too)."""
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{flag}: expected a positive number of seconds, got {shown(value)}")
+    return value
 
 
 def handle_errors(fn: F) -> F:
@@ -31,9 +66,10 @@ def handle_errors(fn: F) -> F:
         except typer.Exit:
             raise
         except TargetNotFound as exc:
-            typer.echo(f"kueuediag: error: {exc}", err=True)
+            typer.echo(encodable(f"kueuediag: error: {exc}", sys.stderr), err=True)
             if exc.suggestions:
-                typer.echo("  did you mean: " + ", ".join(exc.suggestions), err=True)
+                line = "  did you mean: " + ", ".join(clip(s, 80) for s in exc.suggestions[:10])
+                typer.echo(encodable(line, sys.stderr), err=True)
             raise typer.Exit(int(exc.exit_code)) from None
         except KueuediagError as exc:
             raise fail(str(exc), exc.exit_code) from None

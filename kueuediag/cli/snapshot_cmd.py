@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import typer
 
-from kueuediag.cli.common import handle_errors, split_csv, stderr_status
+from kueuediag.cli.common import handle_errors, positive_seconds, split_csv, stderr_status
 from kueuediag.errors import ExitCode, InputError
 
 
@@ -49,6 +49,7 @@ def register(app: typer.Typer) -> None:
         """Record the cluster's Kueue state (objects, nodes, pods, events, logs, metrics) for later `why --from`."""
         from kueuediag.live import LiveOptions, take_snapshot
 
+        positive_seconds("--timeout", timeout)
         namespaces = split_csv(namespace) or None
         if namespaces and all_namespaces:
             raise InputError("use either -n NAMESPACE or -A, not both")

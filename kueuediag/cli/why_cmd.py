@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from kueuediag.cli.common import handle_errors, split_csv, use_color
+from kueuediag.cli.common import emit, handle_errors, positive_seconds, split_csv, use_color
 from kueuediag.errors import ExitCode, InputError
 
 
@@ -29,6 +29,7 @@ def diagnose_and_print(
     no_color: bool,
     verbose: bool,
     live: dict[str, Any] | None = None,
+    limits: dict[str, str | None] | None = None,
 ) -> int:
     """The body of `why` and `demo`; returns the exit code."""
     from kueuediag.config import load_settings
@@ -37,6 +38,7 @@ def diagnose_and_print(
     from kueuediag.models import Severity
     from kueuediag.registry import discover
     from kueuediag.render import FORMATS, render
+    from kueuediag.snapshot.limits import limits_from
     from kueuediag.snapshot.loader import load_snapshot
     from kueuediag.snapshot.model import Snapshot
     from kueuediag.target import resolve
@@ -54,13 +56,15 @@ def diagnose_and_print(
             raise InputError(f"--severity takes CODE=SEVERITY, got {bad[0]!r}")
         flags["severity"] = dict(s.split("=", 1) for s in sev_items)
     settings = load_settings(flags=flags, config_file=config)
+    read_limits = limits_from({k: v for k, v in (limits or {}).items() if v is not None},
+                              base=limits_from(settings.limits, origin="config limits"), origin="flags")
     if settings.output not in FORMATS and settings.output != "md":
         raise InputError(f"unknown output format {settings.output!r} (use {', '.join(FORMATS)})")
     moment = parse_time(now) if now else None
     t0 = time.perf_counter()
     snap: Snapshot
     if source:
-        snap = load_snapshot(resolve_source(source), now=moment)
+        snap = load_snapshot(resolve_source(source), now=moment, limits=read_limits)
     else:
         from kueuediag.cli.common import stderr_status
         from kueuediag.live import LiveOptions, live_snapshot_for_why
@@ -76,7 +80,7 @@ def diagnose_and_print(
     verdict = diagnose(snap, resolved, discover(), settings)
     t2 = time.perf_counter()
     text = render(verdict, settings.output, color=use_color(no_color), verbose=verbose)
-    typer.echo(text, nl=False)
+    emit(text, settings.output)
     if verbose:
         typer.echo(f"kueuediag: loaded {snap.source} in {t1 - t0:.2f}s, diagnosed in {t2 - t1:.2f}s; "
                    f"settings from {', '.join(settings.source) or 'defaults'}", err=True)
@@ -118,8 +122,18 @@ def register(app: typer.Typer) -> None:
         prometheus_ca: str | None = typer.Option(None, "--prometheus-ca", help="CA bundle for Prometheus."),
         prometheus_insecure: bool = typer.Option(False, "--prometheus-insecure", help="Skip TLS verification."),
         save: str | None = typer.Option(None, "--save", help="Live: also write what was collected (dir/.tar.gz)."),
+        max_bytes: str | None = typer.Option(None, "--max-bytes", help="Read at most this many bytes in total "
+                                             "(default 2Gi; see docs/snapshot-format.md#bounds)."),
+        max_file_bytes: str | None = typer.Option(None, "--max-file-bytes", help="Per file (default 512Mi)."),
+        max_files: str | None = typer.Option(None, "--max-files", help="Files looked at (default 200000)."),
+        max_objects: str | None = typer.Option(None, "--max-objects", help="Objects (default 1000000)."),
+        max_log_lines: str | None = typer.Option(None, "--max-log-lines", help="Log lines kept (default 2000000)."),
+        max_series: str | None = typer.Option(None, "--max-series", help="Metric series (default 200000)."),
+        max_alias_nodes: str | None = typer.Option(None, "--max-alias-nodes",
+                                                   help="YAML alias expansion (default 10000)."),
     ) -> None:
         """Explain why a workload is pending: a ranked verdict with evidence and remediation."""
+        positive_seconds("--timeout", timeout)
         live: dict[str, Any] | None = None
         if source is None:
             live = {
@@ -134,5 +148,8 @@ def register(app: typer.Typer) -> None:
             target=target, namespace=namespace, source=source, now=now, output=output, select=select,
             ignore=ignore, severity=severity, config=config, fail_on=fail_on, exit_zero=exit_zero,
             no_color=no_color, verbose=verbose, live=live,
+            limits={"max_bytes": max_bytes, "max_file_bytes": max_file_bytes, "max_files": max_files,
+                    "max_objects": max_objects, "max_log_lines": max_log_lines, "max_series": max_series,
+                    "max_alias_nodes": max_alias_nodes},
         )
         raise typer.Exit(code)

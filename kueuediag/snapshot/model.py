@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from kueuediag.errors import InputError, clip, shown
+from kueuediag.snapshot.limits import DEFAULT_LIMITS, Limits
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.timeutil import parse_time, parse_time_lenient
 
@@ -109,8 +110,9 @@ def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
 class Snapshot:
     """An indexed, read-only view of one recorded (or live-collected) cluster state."""
 
-    def __init__(self, raw: RawSnapshot, now: datetime | None = None) -> None:
+    def __init__(self, raw: RawSnapshot, now: datetime | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
         self.source = raw.source
+        self.limits = limits
         self.manifest = _manifest(raw)
         self._by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._by_key: dict[tuple[str, str | None, str], dict[str, Any]] = {}

@@ -211,7 +211,7 @@ def _tar_entries(p: Path, budget: _Budget, raw: RawSnapshot) -> Iterator[tuple[s
                 limit = budget.limits.max_file_bytes
                 logish = _is_log(rel) or _is_log(stripped)
                 if m.size > limit and not logish:
-                    raise budget.exceeded(f"{p}: member {shown(rel, 80)} has {m.size:,} bytes", "max_file_bytes")
+                    raise budget.exceeded(f"{p}: member {clip(rel, 80)} has {m.size:,} bytes", "max_file_bytes")
                 member = tf.extractfile(m)
                 if member is None:
                     continue

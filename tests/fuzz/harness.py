@@ -128,8 +128,8 @@ def run_cli(argv: list[str], timeout: float = 20.0, mem_bytes: int = 2 << 30, en
         seconds = time.monotonic() - start
         out.seek(0)
         err.seek(0)
-        stdout = out.read().decode("utf-8", "replace")
-        stderr = err.read().decode("utf-8", "replace")
+        stdout = out.read().decode(encoding, "replace")
+        stderr = err.read().decode(encoding, "replace")
     if timed_out:
         return Outcome(None, stdout, stderr, seconds, timed_out=True)
     if os.WIFSIGNALED(status):
