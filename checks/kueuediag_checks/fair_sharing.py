@@ -8,8 +8,6 @@ from typing import Any
 from kueuediag.analysis.fair_sharing import (
     DRS,
     MAX_INT64,
-    PRECISION_FIX,
-    RECLAMATION_FIX,
     FairShareTree,
     NodeKey,
     ShareRounding,
@@ -17,13 +15,12 @@ from kueuediag.analysis.fair_sharing import (
     fair_sharing_tree,
     fmt_amount,
     fmt_fraction,
-    kueue_version,
     share_rounding,
-    version_floor,
 )
-from kueuediag.analysis.signatures import fixed_version_for
+from kueuediag.analysis.installation import kueue_version, version_floor
+from kueuediag.analysis.versions import behaviour
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 
@@ -92,14 +89,22 @@ class FairSharing(Check):
     default_severity = Severity.HIGH
     options = {"tolerance_ratio": 0.5, "tolerance_absolute": 50}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         cfg = fair_sharing_config(snapshot)
         tree = fair_sharing_tree(snapshot)
         reported = {k: n for k, n in tree.nodes.items() if n.reported is not None}
         if cfg.enabled is False and not reported:
-            return []
+            return CheckResult.not_applicable("fair sharing is disabled in the Kueue configuration")
         if not reported:
-            return []
+            hidden = snapshot.part_unavailable(Part.QUEUES)
+            if hidden or cfg.enabled:
+                return CheckResult.could_not_check(
+                    "fair-sharing shares", hidden or "fair sharing is on, but no ClusterQueue or Cohort reports "
+                    "status.fairSharing.weightedShare and no kueue_cluster_queue_weighted_share metric is in the "
+                    "snapshot")
+            # Kueue writes status.fairSharing only when fair sharing is on: none anywhere means it is off.
+            return CheckResult.not_applicable(
+                f"fair sharing is not enabled: no ClusterQueue or Cohort reports status.fairSharing ({cfg.source})")
         version = kueue_version(snapshot)
         rounding = share_rounding(version.parsed)
         if rounding is ShareRounding.UNKNOWN and version_floor(snapshot):
@@ -114,7 +119,9 @@ class FairSharing(Check):
         findings = []
         for root, items in sorted(anomalies.items()):
             findings.append(self._finding(snapshot, tree, root, items, rounding, root == target_root))
-        return findings
+        return self.result(findings, ev(
+            "derived", f"{len(reported)} reported weighted share(s) match the recomputation within tolerance",
+            field="status.fairSharing.weightedShare"))
 
     # --- detection ---------------------------------------------------------------------------------------
     def _anomaly(self, tree: FairShareTree, key: NodeKey, reported: int,
@@ -192,7 +199,7 @@ class FairSharing(Check):
         source = version.source + (f"; serves kueue.x-k8s.io/v1beta2, so >= {floor}" if floor else "")
         evidence.append(ev("manifest", f"Kueue {vtext} ({source}); weightedShare arithmetic: "
                            f"{rounding.value}", field="kueue version",
-                           expected=f">= {fixed_version_for(version.parsed, PRECISION_FIX)}"
+                           expected=f">= {behaviour('drs-precise').upgrade_to(version.parsed)}"
                            if version.parsed is not None else None))
         if cfg.enabled is not None:
             evidence.append(ev("object", cfg.source, field="fairSharing",
@@ -292,10 +299,11 @@ class FairSharing(Check):
     @staticmethod
     def _remediation(known_version: bool, vtext: str, a: _Anomaly) -> list[str]:
         kind, name = a.key
-        target = fixed_version_for(vtext, PRECISION_FIX) if known_version else "v0.14.0"
+        precise = behaviour("drs-precise")
+        target = precise.upgrade_to(vtext if known_version else None)
         steps = [
             f"Upgrade Kueue to {target} or later (the rounding fix #6925; #6617 in "
-            f"{', '.join(RECLAMATION_FIX)} already keeps borrowing queues at a share >= 1).",
+            f"{', '.join(behaviour('drs-reclamation-floor').since)} already keeps borrowing queues at a share >= 1).",
             f"Stop-gap: evict the borrowing {kind}'s workloads so the owner can reclaim its quota "
             f"(`kubectl get workloads -A -o wide | grep {name}`, then delete or deactivate the newest ones), "
             f"or lower its share rounding risk: `kubectl patch {kind.lower()} {name} --type merge -p "

@@ -6,25 +6,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from kueuediag.analysis.fair_sharing import fair_sharing_config, kueue_version
+from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.health import (
-    feature_gates,
     quota_holding_victims,
     shares_quota_with,
     victim_blocks,
     zombie_pods,
 )
+from kueuediag.analysis.installation import installation
 from kueuediag.analysis.signatures import (
     KNOWN_ISSUES,
     KnownIssue,
-    Version,
-    fixed_version_for,
-    parse_version,
-    satisfies,
     signature_hits,
 )
+from kueuediag.analysis.versions import Version, fixed_version_for, parse_version
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -96,11 +93,14 @@ class KnownIssues(Check):
     needs_workload = False
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
-        kv = kueue_version(snapshot)
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
+        inst = installation(snapshot)
+        kv = inst.version
         version = parse_version(kv.version)
         if version is None:
-            return []
+            return CheckResult.could_not_check(
+                "Kueue version", "unknown: not in the snapshot manifest, the controller image or kueue_build_info"
+                + (f" (found {kv.version!r})" if kv.version else ""))
         w = target.workload
         ctx = _Ctx(snapshot, target, kueue_index(snapshot), version, w, target.cluster_queue(snapshot),
                    w is not None and w.state in ("pending", "quota-reserved"))
@@ -109,8 +109,8 @@ class KnownIssues(Check):
         for issue in KNOWN_ISSUES:
             if issue.id == "fair-sharing-rounding-precision" and "fair-sharing-rounding-zero" in fired:
                 continue  # the same family of bug: report the stronger fingerprint only
-            gate_on = bool(issue.mitigation_gate and feature_gates(snapshot).enabled(issue.mitigation_gate))
-            if issue.mitigation_gate and gate_on and satisfies(version, f">={issue.gate_since}"):
+            gate_on = bool(issue.mitigation_gate and inst.gates.enabled(issue.mitigation_gate))
+            if gate_on and issue.gate_available(version):
                 continue
             if not issue.affects(version):
                 continue
@@ -119,7 +119,11 @@ class KnownIssues(Check):
                 continue
             fired.add(issue.id)
             out.append(self._finding(ctx, issue, match, kv.version or str(version), kv.source))
-        return out
+        affecting = [i.id for i in KNOWN_ISSUES if i.affects(version)]
+        return self.result(out, ev(
+            "derived", f"Kueue {kv.version or version} (from {kv.source}): {len(affecting)} of {len(KNOWN_ISSUES)} "
+                       "known issue(s) affect this version, none of their signatures is in the snapshot"
+            + (f" ({', '.join(affecting[:4])})" if affecting else ""), field="known issues"))
 
     def _finding(self, ctx: _Ctx, issue: KnownIssue, match: _Match, shown: str, source: str) -> Finding:
         evidence = [ev("manifest", f"Kueue {shown} ({source})", field="kueueVersion",
@@ -144,7 +148,7 @@ class KnownIssues(Check):
             fix = f"{issue.gate_since} with {issue.mitigation_gate}"
             title = (f"Kueue {shown}: {_lower_first(issue.title)} ({first_issue}); mitigated by "
                      f"{issue.mitigation_gate} (>= {issue.gate_since})")
-            if satisfies(ctx.version, f">={issue.gate_since}"):
+            if issue.gate_available(ctx.version):
                 upgrade = (f"Enable the feature gate: add --feature-gates={issue.mitigation_gate}=true to the "
                            f"kueue-controller-manager args (alpha, off by default; {issue.refs}).")
             else:

@@ -100,6 +100,10 @@ class Manifest:
     errors: tuple[tuple[str, str], ...]
     namespaces: tuple[str, ...] | None = None
     """Namespaces the collector was limited to (None: cluster-wide)."""
+    target: str | None = None
+    """`snapshot --for TARGET`: the target the snapshot was taken for (`why --from` diagnoses it by default)"""
+    target_namespace: str | None = None
+    redacted: bool = False
 
 
 def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
@@ -451,6 +455,7 @@ def _manifest(raw: RawSnapshot) -> Manifest:
     namespaces = m.get("namespaces")
     if namespaces is not None and not (isinstance(namespaces, list) and all(isinstance(n, str) for n in namespaces)):
         raise InputError(f"{where}: namespaces must be a list of strings, got {shown(namespaces)}")
+    recorded = m.get("target")
     return Manifest(
         format=m.get("format"),
         captured_at=captured,
@@ -458,4 +463,8 @@ def _manifest(raw: RawSnapshot) -> Manifest:
         kueue_version=m.get("kueueVersion"),
         errors=errors,
         namespaces=tuple(namespaces) if isinstance(namespaces, list) else None,
+        target=str(recorded["target"]) if isinstance(recorded, dict) and recorded.get("target") else None,
+        target_namespace=str(recorded["namespace"]) if isinstance(recorded, dict) and recorded.get("namespace")
+        else None,
+        redacted=m.get("redacted") is True,
     )
