@@ -233,17 +233,28 @@ _BAD_METRICS = (
 )
 
 
+def _insert_lines(rng: random.Random, m: Mutant, top: str, default: str, empty: bytes,
+                  make: Callable[[], bytes]) -> str:
+    """Insert 1-3 made-up lines at random places of a file under `top` (or a new `default` file)."""
+    files = [p for p in m.files if p.startswith(top)]
+    path = rng.choice(files) if files else default
+    lines = m.files.get(path, empty).split(b"\n")
+    for _ in range(rng.randint(1, 3)):
+        lines.insert(rng.randrange(len(lines) + 1), make())
+    m.files[path] = b"\n".join(lines)
+    return path
+
+
 def metrics(rng: random.Random, m: Mutant) -> None:
     """Malformed OpenMetrics: odd values and timestamps, duplicate labels, conflicting types, late # EOF."""
-    files = [p for p in m.files if p.startswith("metrics/")]
-    path = rng.choice(files) if files else "metrics/fuzz.om"
-    lines = m.files.get(path, b"# EOF\n").decode("utf-8", "replace").split("\n")
-    for _ in range(rng.randint(1, 3)):
+
+    def make() -> bytes:
         line = rng.choice(_BAD_METRICS)
         if rng.random() < 0.2:
             line = "\n".join([line] * rng.choice((100, 5000)))
-        lines.insert(rng.randrange(len(lines) + 1), line)
-    m.files[path] = "\n".join(lines).encode("utf-8", "surrogatepass")
+        return line.encode("utf-8", "surrogatepass")
+
+    path = _insert_lines(rng, m, "metrics/", "metrics/fuzz.om", b"# EOF\n", make)
     m.what.append(f"{path}: malformed metric lines")
 
 
@@ -273,15 +284,13 @@ def _odd_log_lines(rng: random.Random) -> list[str]:
 
 def logs(rng: random.Random, m: Mutant) -> None:
     """Odd controller log lines, and sometimes a non-UTF-8 byte."""
-    files = [p for p in m.files if p.startswith("logs/")]
-    path = rng.choice(files) if files else "logs/kueue-controller-manager.log"
-    data = m.files.get(path, b"")
-    lines = data.split(b"\n")
-    for _ in range(rng.randint(1, 3)):
-        lines.insert(rng.randrange(len(lines) + 1), rng.choice(_odd_log_lines(rng)).encode("utf-8", "surrogatepass"))
-    if rng.random() < 0.3:
-        lines.insert(rng.randrange(len(lines) + 1), b"bad byte \xff\xfe here")
-    m.files[path] = b"\n".join(lines)
+
+    def make() -> bytes:
+        if rng.random() < 0.1:
+            return b"bad byte \xff\xfe here"
+        return rng.choice(_odd_log_lines(rng)).encode("utf-8", "surrogatepass")
+
+    path = _insert_lines(rng, m, "logs/", "logs/kueue-controller-manager.log", b"", make)
     m.what.append(f"{path}: odd log lines")
 
 
@@ -315,7 +324,10 @@ def mutate(rng: random.Random, files: Files) -> Mutant:
     m = Mutant(files=dict(files))
     ops, weights = zip(*OPERATORS, strict=True)
     for op in rng.choices(ops, weights=weights, k=rng.choice((1, 1, 1, 2, 3))):
-        op(rng, m)
+        try:
+            op(rng, m)
+        except (ValueError, RecursionError, yaml.YAMLError):  # an earlier operator left text no parser reads
+            m.what.append(f"{op.__name__}: skipped (unparsable input)")
     if rng.random() < 0.15:
         m.container = "tar.gz"
     return m
