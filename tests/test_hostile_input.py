@@ -363,8 +363,10 @@ def test_timeout_must_be_a_positive_finite_number(value: str) -> None:
     """`--timeout nan` disabled the deadline."""
     for argv in (["why", "job/x", "--from", str(BASIC), "--timeout", value], ["snapshot", "--timeout", value]):
         outcome = run_cli(argv)
-        stderr = _one_line_error(outcome)
-        assert "timeout: expected a positive number, got" in stderr, stderr
+        assert outcome.code == 2 and outcome.stdout == "" and "Traceback" not in outcome.stderr, outcome.stderr
+        # the flag's range check (click's usage message) or the settings check (one line) refuses it
+        assert ("Invalid value for '--timeout'" in outcome.stderr
+                or "timeout: expected a positive number, got" in _one_line_error(outcome)), outcome.stderr
 
 
 @pytest.mark.parametrize(("flag", "value", "message"), [
@@ -414,3 +416,14 @@ def test_narrow_stdout_encodings(encoding: str, output: str, tmp_path: Path) -> 
         assert doc["workload"]["name"] == "job-resnet-train-3c1d2"
     else:
         assert "job/resnet-train" in outcome.stdout
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-1", "0"])
+def test_timeout_in_config_must_be_positive_and_finite(tmp_path: Path, value: str) -> None:
+    """`timeout: .nan` in a config file would have disabled the live deadline (nan compares false)."""
+    from kueuediag.config import load_settings
+
+    config = tmp_path / ".kueuediag.yaml"
+    config.write_text(f"timeout: {value}\n")
+    with pytest.raises(InputError, match="timeout: expected a positive number"):
+        load_settings(config_file=config, env={})

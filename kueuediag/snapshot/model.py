@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
-from kueuediag.errors import InputError, clip, shown
+from kueuediag.errors import InputError, MalformedObject, clip, shown
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, Limits
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.timeutil import parse_time, parse_time_lenient
@@ -104,6 +104,8 @@ class Manifest:
     """`snapshot --for TARGET`: the target the snapshot was taken for (`why --from` diagnoses it by default)"""
     target_namespace: str | None = None
     redacted: bool = False
+    partial: bool = False
+    """Some parts could not be collected (`errors` says which): a warning, never a load failure."""
 
 
 def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
@@ -197,17 +199,15 @@ class Snapshot:
         """The file an object was read from (None for live-collected or hand-built snapshots)."""
         return self._origins.get(id(obj))
 
-    def input_error(self, obj: dict[str, Any], exc: Exception) -> InputError:
+    def input_error(self, obj: dict[str, Any], exc: Exception) -> MalformedObject:
         """The one-line input error for an object a view or an analysis could not read.
 
-        Names the file, the object and — when a shape rule or the failing accessor knows it — the field.
+        Names the file, the object and — when a shape rule or the failing accessor knows it — the field; carries
+        the object's identity so the engine can tell whether the target depends on it.
         """
         origin = self.origin(obj)
         if isinstance(exc, InputError):
-            text = str(exc)
-            if origin and not text.startswith(origin):
-                text = f"{origin}: {text}"
-            return InputError(text, source=origin, ref=_ref(obj), field=exc.field)
+            return as_malformed(obj, exc, origin)
         return malformed(obj, exc, origin)
 
     def by_uid(self, uid: str) -> dict[str, Any] | None:
@@ -312,35 +312,58 @@ BAD_SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError,
 """What reading a wrong-typed field raises in Python code that assumed the type kubectl writes."""
 
 
-def malformed(obj: dict[str, Any], exc: Exception, origin: str | None = None) -> InputError:
+def malformed(obj: dict[str, Any], exc: Exception, origin: str | None = None) -> MalformedObject:
     """The input error for an object whose normalisation failed: the precise field when a shape rule finds it."""
     try:
         _check_shapes(obj, origin)
-    except InputError as precise:
+    except MalformedObject as precise:
         return precise
     if isinstance(exc, FieldTypeError):
-        return InputError(f"{_describe(obj, origin)}: {exc}", source=origin, ref=_ref(obj), field=exc.path)
-    return InputError(f"{_describe(obj, origin)}: malformed object ({type(exc).__name__}: {shown(str(exc), 120)})",
-                      source=origin, ref=_ref(obj))
+        return _malformed(obj, origin, str(exc), exc.path)
+    return _malformed(obj, origin, f"malformed object ({type(exc).__name__}: {clip(str(exc), 120)})")
 
 
-def _ref(obj: dict[str, Any]) -> tuple[str, str | None, str]:
+def _identity(obj: dict[str, Any]) -> tuple[str, str | None, str]:
+    """(kind, namespace, name) of a possibly malformed object."""
     raw_meta = obj.get("metadata")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     ns = meta.get("namespace")
-    return str(obj.get("kind")), ns if isinstance(ns, str) else None, str(meta.get("name"))
+    return str(obj.get("kind") or "?"), str(ns) if ns else None, str(meta.get("name") or "?")
+
+
+def as_malformed(obj: dict[str, Any], exc: InputError, origin: str | None = None) -> MalformedObject:
+    """`exc` (raised while reading `obj`) tagged with the object's identity and file, prefixed with them when
+    missing."""
+    if isinstance(exc, MalformedObject) and (origin is None or str(exc).startswith(origin)):
+        return exc
+    text = str(exc)
+    where = _describe(obj, None)
+    if not text.startswith(where) and not (origin and text.startswith(origin)):
+        text = f"{where}: {text}"
+    if origin and not text.startswith(origin):
+        text = f"{origin}: {text}"
+    err = MalformedObject(text, *_identity(obj))
+    err.source, err.field = origin, exc.field
+    return err
+
+
+def _malformed(obj: dict[str, Any], origin: str | None, problem: str, field: str | None = None) -> MalformedObject:
+    err = MalformedObject(f"{_describe(obj, origin)}: {problem}", *_identity(obj))
+    err.source, err.field = origin, field
+    return err
 
 
 def _describe(obj: dict[str, Any], origin: str | None) -> str:
     """``objects/x.yaml: Workload team-a/train`` (bounded: names come from the input)."""
-    kind, ns, name = _ref(obj)
+    raw_meta = obj.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    kind, ns, name = obj.get("kind") or "?", meta.get("namespace"), meta.get("name") or "?"
     where = "/".join(clip(x, 80) for x in (ns, name) if x)
     return f"{origin + ': ' if origin else ''}{clip(kind, 60)} {where}"
 
 
 def _shape_error(obj: dict[str, Any], path: str, type_name: str, value: Any, origin: str | None = None) -> None:
-    raise InputError(f"{_describe(obj, origin)}: {path} must be a {_NAMES[type_name]}, got {shown(value, 40)}",
-                     source=origin, ref=_ref(obj), field=path)
+    raise _malformed(obj, origin, f"{path} must be a {_NAMES[type_name]}, got {shown(value, 40)}", path)
 
 
 _NAMES = {"dict": "mapping", "list": "list", "int": "whole number", "str": "string"}
@@ -467,4 +490,5 @@ def _manifest(raw: RawSnapshot) -> Manifest:
         target_namespace=str(recorded["namespace"]) if isinstance(recorded, dict) and recorded.get("namespace")
         else None,
         redacted=m.get("redacted") is True,
+        partial=m.get("partial") is True or bool(errors),
     )

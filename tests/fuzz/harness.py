@@ -7,6 +7,7 @@ so a decompression or alias bomb shows up as a failure instead of taking the mac
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import os
@@ -88,6 +89,7 @@ def _child(argv: list[str], out_fd: int, err_fd: int, mem_bytes: int, timeout: f
         sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding=encoding, closefd=False)  # noqa: SIM115
         sys.argv = ["kueuediag", *argv]
+        atexit._clear()  # the parent's handlers (pytest's) are not the child's to run; main() runs its own
         from kueuediag.cli import main
 
         try:
