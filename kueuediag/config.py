@@ -56,7 +56,7 @@ class Settings:
     since: str | None = None
     """how far back for logs and metrics; None: the command's default (why 2h, snapshot 6h)"""
     timeout: float = 60.0
-    limits: dict[str, int] = field(default_factory=dict)
+    limits: dict[str, Any] = field(default_factory=dict)
     """snapshot read bounds given by config, environment or flags (kueuediag.snapshot.limits.Limits)"""
     prometheus_url: str | None = None
     prometheus_header: list[str] = field(default_factory=list)
@@ -186,13 +186,11 @@ def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
     limits = data.get("limits") or {}
     if not isinstance(limits, dict):
         raise InputError(f"{origin}: limits must map a bound (max_bytes, max_objects, ...) to a value")
-    from kueuediag.snapshot.limits import parse_limit
-
     for key, value in [*((k, data[k]) for k in LIMIT_KEYS if k in data), *limits.items()]:
         if _normalise(key) not in LIMIT_KEYS:
             raise InputError(f"{origin}: unknown limit {key!r} (known: {', '.join(sorted(LIMIT_KEYS))})")
-        if value is not None:
-            settings.limits[_normalise(key)] = parse_limit(_normalise(key), value)
+        if value is not None:  # validated by kueuediag.snapshot.limits when a snapshot is read
+            settings.limits[_normalise(key)] = value
     if "no_color" in data and _as_bool(data["no_color"], f"{origin}: no_color"):
         settings.color = False
     if "severity" in data:
