@@ -99,7 +99,7 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
     except MalformedObject as exc:
         if is_target_object(exc, target):
             raise  # the target itself is unreadable: the user's to fix, exit 2
-        text = str(exc)
+        text = str(exc).removeprefix(f"{exc.source}: ") if exc.source else str(exc)  # the input names the object
         result = CheckResult.could_not_check(exc.ref, text.removeprefix(f"{exc.ref}: ") or text)
     except InputError as exc:  # another unreadable input (metrics file, Kueue configuration): this check only
         result = CheckResult.could_not_check("snapshot input", str(exc))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -22,8 +23,17 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else int(time.time())
     print(f"fuzz: seed {seed}, {args.count} inputs, {args.timeout:.0f}s per input", flush=True)
     start = time.monotonic()
-    result = campaign(random.Random(seed), args.count, timeout=args.timeout, save=args.save,
-                      progress=lambda n: print(f"fuzz: {n} inputs tried", flush=True))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill PID` stops and still prints the totals
+    failures_seen: list[int] = []
+
+    def progress(n: int) -> None:
+        if n < 0:
+            failures_seen.append(1)
+            print(f"fuzz: failure #{len(failures_seen)}", flush=True)
+        else:
+            print(f"fuzz: {n} inputs tried, {len(failures_seen)} failures", flush=True)
+
+    result = campaign(random.Random(seed), args.count, timeout=args.timeout, save=args.save, progress=progress)
     exits = Counter(result.exit_codes)
     print(f"fuzz: {result.tried} inputs tried in {time.monotonic() - start:.0f}s; exit codes "
           + ", ".join(f"{k}: {v}" for k, v in sorted(exits.items(), key=lambda kv: str(kv[0])))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.fuzz.harness import materialise, preload, run_cli, why_argv
 from tests.fuzz.mutate import mutate
-from tests.fuzz.seeds import load_seeds
+from tests.fuzz.seeds import Seed, load_seeds
 
 
 @dataclass
@@ -27,6 +27,15 @@ def campaign(rng: random.Random, count: int, timeout: float = 20.0, save: Path |
     preload()
     seeds = load_seeds()
     result = CampaignResult()
+    try:
+        _run(rng, seeds, count, timeout, save, progress, result)
+    except KeyboardInterrupt:  # SIGINT/SIGTERM by hand: report what was tried so far
+        pass
+    return result
+
+
+def _run(rng: random.Random, seeds: list[Seed], count: int, timeout: float, save: Path | None,
+         progress: Callable[[int], None] | None, result: CampaignResult) -> None:
     for i in range(count):
         seed = rng.choice(seeds)
         m = mutate(rng, seed.files)
@@ -40,6 +49,8 @@ def campaign(rng: random.Random, count: int, timeout: float = 20.0, save: Path |
             problem = outcome.problem(output)
             if problem is not None:
                 result.failures.append(f"#{i} {seed.name} [{m.container}] {'; '.join(m.what)[:300]} -> {problem}")
+                if progress is not None:
+                    progress(-1)
                 if save is not None:
                     save.mkdir(parents=True, exist_ok=True)
                     m.container = "tar.gz"
@@ -47,6 +58,5 @@ def campaign(rng: random.Random, count: int, timeout: float = 20.0, save: Path |
                     (save / f"crash-{i}.tar.gz").write_bytes(saved.read_bytes())
                     (save / f"crash-{i}.txt").write_text(
                         f"{seed.target} {seed.namespace or ''}\n{'; '.join(m.what)}\n{problem}\n")
-        if progress is not None and (i + 1) % 500 == 0:
+        if progress is not None and (i + 1) % 100 == 0:
             progress(i + 1)
-    return result
