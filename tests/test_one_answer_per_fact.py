@@ -26,7 +26,8 @@ from kueuediag.engine import diagnose
 from kueuediag.registry import discover
 from kueuediag.snapshot.k8s import pod_view
 from kueuediag.snapshot.kueue import workloads
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
