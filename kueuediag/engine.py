@@ -31,7 +31,7 @@ from kueuediag.models import (
     Verdict,
     WorkloadInfo,
 )
-from kueuediag.ranking import rank, verdict_cause
+from kueuediag.ranking import rank, sort_key, verdict_cause
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.kueue import WorkloadState
 from kueuediag.snapshot.model import Snapshot
@@ -192,8 +192,11 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
     ranked = rank(findings)
     cause, layer = verdict_cause(ranked)
     confidence, unseen = verdict_confidence(ranked, runs)
+    blind = blind_spots(ranked, runs)
+    if is_incomplete(ranked, blind):  # a context finding is never the answer while relevant checks were blind
+        cause, layer = "unknown", Layer.NONE
     return Verdict(
-        workload=info, cause=cause, layer=layer, headline=headline(ranked, info),
+        workload=info, cause=cause, layer=layer, headline=headline(ranked, info, blind),
         findings=tuple(ranked), runs=tuple(runs),
         captured_at=snap.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         snapshot_errors=tuple(f"{what}: {err}" for what, err in snap.manifest.errors),
@@ -212,22 +215,34 @@ def verdict_confidence(ranked: Sequence[RankedFinding], runs: Sequence[CheckRun]
     verdict starts at the top finding's confidence and drops one level for one or two relevant blind spots, to
     low for three or more. With no finding at all the verdict is low confidence.
     """
+    relevant = blind_spots(ranked, runs)
     if not ranked:
-        blind = [_unseen_line(r) for r in runs if r.outcome in _UNSEEN]
-        return Confidence.LOW, blind
+        return Confidence.LOW, [_unseen_line(r) for r in relevant]
+    level = int(ranked[0].finding.confidence)
+    if relevant:
+        level = level - 1 if len(relevant) < 3 else int(Confidence.LOW)
+    return Confidence(max(level, int(Confidence.LOW))), [_unseen_line(r) for r in relevant]
+
+
+def blind_spots(ranked: Sequence[RankedFinding], runs: Sequence[CheckRun]) -> list[CheckRun]:
+    """The runs that could not check (or errored) and bear on the verdict (see verdict_confidence); every such
+    run when nothing was found."""
+    if not ranked:
+        return [r for r in runs if r.outcome in _UNSEEN]
     top = ranked[0].finding
     top_tier = TIER_ORDER[cause_of(top.cause).tier]
     owned: dict[str, list[int]] = {}
     for c in all_causes():
         owned.setdefault(c.owner, []).append(TIER_ORDER[c.tier])
-    relevant = [
+    return [
         r for r in runs
         if r.outcome in _UNSEEN and (r.code == top.code or any(t <= top_tier for t in owned.get(r.code, [])))
     ]
-    level = int(top.confidence)
-    if relevant:
-        level = level - 1 if len(relevant) < 3 else int(Confidence.LOW)
-    return Confidence(max(level, int(Confidence.LOW))), [_unseen_line(r) for r in relevant]
+
+
+def is_incomplete(ranked: Sequence[RankedFinding], blind: Sequence[CheckRun]) -> bool:
+    """Only context was found (the top finding ranks as context) while checks that bear on it were blind."""
+    return bool(ranked and blind) and sort_key(ranked[0].finding)[1] == TIER_ORDER[Tier.CONTEXT]
 
 
 def _unseen_line(run: CheckRun) -> str:
@@ -236,7 +251,10 @@ def _unseen_line(run: CheckRun) -> str:
     return f"{run.code} {run.check} {state} — {what}{run.reason}"
 
 
-def headline(ranked: Sequence[object], info: WorkloadInfo) -> str:
+def headline(ranked: Sequence[object], info: WorkloadInfo, blind: Sequence[CheckRun] = ()) -> str:
+    """One line: the verdict — or, when only context was found and relevant checks were blind, that the
+    diagnosis is incomplete and what could not be checked (a context finding is never presented as the answer).
+    """
     items = [r for r in ranked if isinstance(r, RankedFinding)]
     who = f"{info.owner.kind.lower()}/{info.owner.name}" if info.owner else f"workload/{info.name}"
     if not items:
@@ -245,6 +263,13 @@ def headline(ranked: Sequence[object], info: WorkloadInfo) -> str:
     c = BY_SLUG[top.cause]
     waited = f" after {human_duration(info.pending_seconds)}" if info.pending_seconds else ""
     text = f"{who} is {info.state}{waited}: {top.title} [{top.cause}, {c.layer.value} layer]"
+    if is_incomplete(items, blind):
+        checks = ", ".join(f"{r.code} {r.check}" for r in blind)
+        unread = (r.input or "its inputs" for r in blind if r.outcome is Outcome.COULD_NOT_CHECK)
+        inputs = ", ".join(dict.fromkeys(unread))
+        text = (f"{who} is {info.state}{waited}: diagnosis incomplete — could not check {checks}"
+                + (f" (unreadable: {inputs})" if inputs else "")
+                + f"; only context was found: {top.title} [{top.cause}]")
     if top.cause == "not-pending":
         text = f"{who} is {info.state}: {top.title}"
     explains = any(r.finding.cause == "guarantee-violation" and r.finding.about_target for r in items[1:])

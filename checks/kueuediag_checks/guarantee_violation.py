@@ -17,7 +17,7 @@ from kueuediag.analysis.guarantees import (
     read_record,
     resource_pending_history,
 )
-from kueuediag.analysis.quota import cq_quotas, quota_tree
+from kueuediag.analysis.quota import cq_quotas, quota_tree, require_quota_tree
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
@@ -106,6 +106,7 @@ class GuaranteeViolation(Check):
                 return CheckResult.could_not_check("ClusterQueues", why)
             return CheckResult.not_applicable("the workload's ClusterQueue does not exist (KD001 reports it)")
         churn_s = float(self.opts["churn_minutes"]) * 60
+        require_quota_tree(snapshot, cq)  # the scan below says nothing about a tree holding a malformed Workload
         violations = guarantee_violations(snapshot)
         mine = next((v for v in violations if v.workload.uid == w.uid and v.workload.name == w.name), None)
         others = [v for v in violations if v is not mine]

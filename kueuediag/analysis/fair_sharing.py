@@ -33,6 +33,7 @@ from typing import Any
 from kueuediag.analysis.kueue_config import CONFIG_KEY, kueue_config
 from kueuediag.analysis.quota import workload_usage_by_cq
 from kueuediag.analysis.versions import Version, has_behaviour
+from kueuediag.analysis.well_formed import require_well_formed, workloads_in_cluster_queue
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.kueue import ClusterQueueView, CohortView, FlavorResource, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -424,6 +425,7 @@ def reserved_usage(snap: Snapshot, cq: ClusterQueueView) -> tuple[dict[FlavorRes
     else summed over the workloads that hold a quota reservation."""
     if cq.obj.get("status", {}).get("flavorsReservation") is not None:
         return {fr: total for fr, (total, _) in cq.reservation.items()}, "status.flavorsReservation"
+    require_well_formed(snap, workloads_in_cluster_queue(snap, cq.name), f"the usage of ClusterQueue {cq.name}")
     out: dict[FlavorResource, Decimal] = {}
     for _, held in workload_usage_by_cq(snap).get(cq.name, []):
         for fr, q in held.items():

@@ -29,6 +29,7 @@ from decimal import Decimal
 from kueuediag.analysis.health import last_spec_change
 from kueuediag.analysis.messages import ReasonKind, parse_pending_message
 from kueuediag.analysis.quota import FlavorResourceQuota, WorkloadFit, cq_quotas, quota_tree, workload_fit
+from kueuediag.check import CouldNotCheck
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import (
     FlavorResource,
@@ -297,7 +298,8 @@ def fit_cq(snap: Snapshot, w: WorkloadView) -> str:
 
 def guarantee_violations(snap: Snapshot) -> list[Violation]:
     """Every pending workload in the snapshot that fits in its ClusterQueue's unused nominal quota, longest
-    first (memoised)."""
+    first (memoised). Workloads whose cohort tree holds a malformed Workload are left out (nothing is claimed
+    about them); a caller asking about one workload calls `require_quota_tree` for it."""
 
     def build() -> list[Violation]:
         out: list[Violation] = []
@@ -306,7 +308,10 @@ def guarantee_violations(snap: Snapshot) -> list[Violation]:
             if cq not in idx.cluster_queues:
                 continue
             for w in wls:
-                v = violation_for(snap, w)
+                try:
+                    v = violation_for(snap, w)
+                except CouldNotCheck:  # a malformed Workload in its cohort tree: no claim about this one
+                    continue
                 if v is not None:
                     out.append(v)
         out.sort(key=lambda v: (-(v.seconds or 0), v.workload.namespace, v.workload.name))

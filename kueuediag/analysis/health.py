@@ -14,6 +14,7 @@ from typing import Any
 from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.kueue_config import CONFIG_MAP, kueue_config
 from kueuediag.analysis.messages import waits_for_preemption
+from kueuediag.analysis.well_formed import any_pod, require_well_formed
 from kueuediag.snapshot.k8s import NodeView, PodView, meta
 from kueuediag.snapshot.kueue import (
     KueueIndex,
@@ -86,7 +87,8 @@ class Zombie:
 
 def zombie_pods(snap: Snapshot) -> list[Zombie]:
     """Pods Terminating beyond deletionTimestamp + deletionGracePeriodSeconds (the cut-off Kueue's PR #6872
-    uses), oldest first (memoised)."""
+    uses), oldest first (memoised). CouldNotCheck when any pod is malformed: it might be one."""
+    require_well_formed(snap, any_pod, "the search for pods stuck Terminating")
 
     def build() -> list[Zombie]:
         holders = quota_holder_of_pods(snap)

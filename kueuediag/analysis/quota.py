@@ -44,6 +44,7 @@ from decimal import Decimal
 from enum import StrEnum
 from itertools import product
 
+from kueuediag.analysis.well_formed import require_well_formed, workloads_in_quota_tree
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import pod_fits_node_labels, taint_str, untolerated_taints
 from kueuediag.snapshot.kueue import (
@@ -737,6 +738,12 @@ def _preference_rank(cq: ClusterQueueView, f: FlavorFit) -> tuple[int, int]:
     return rank, 1 if f.verdict == FitVerdict.FITS_BORROWING else 0
 
 
+def require_quota_tree(snap: Snapshot, cq: str) -> None:
+    """Raise CouldNotCheck when a malformed Workload may hold or request quota in `cq`'s cohort tree: every
+    answer about free, borrowable or guaranteed quota there sums over those Workloads."""
+    require_well_formed(snap, workloads_in_quota_tree(snap, cq), f"the quota of ClusterQueue {cq}'s cohort tree")
+
+
 def workload_fit(snap: Snapshot, w: WorkloadView, cq: str | None = None) -> WorkloadFit | None:
     """Recompute how the workload's pod sets fit the ClusterQueue's quota right now.
 
@@ -750,6 +757,7 @@ def workload_fit(snap: Snapshot, w: WorkloadView, cq: str | None = None) -> Work
     name = cq or cluster_queue_of(kueue_index(snap), w)
     if not name:
         return None
+    require_quota_tree(snap, name)
     return snap.memo(("quota:fit", w.namespace, w.name, w.uid, name), lambda: _fit_with_partial(snap, w, name))
 
 
