@@ -149,7 +149,8 @@ def matching_nodes(snap: Snapshot, flavor: FlavorView | None, pod_spec: Mapping[
     tolerations (the tolerations Kueue injects at admission). A taint whose key is an extended resource the pod
     requests (`nvidia.com/gpu=present:NoSchedule` on GPU nodes) counts as tolerated: the
     ExtendedResourceToleration admission plugin (on by default on GKE) adds that toleration to such pods.
-    CouldNotCheck when a malformed pod is bound to one of these nodes: their free capacity is unknown.
+    MalformedObject (could not check) when a malformed pod is bound to one of these nodes: their free capacity
+    is unknown.
     """
     spec = dict(pod_spec or {})
     constraint: dict[str, Any] = {k: spec.get(k) for k in ("nodeSelector", "affinity", "tolerations")}

@@ -29,7 +29,7 @@ from decimal import Decimal
 from kueuediag.analysis.health import last_spec_change
 from kueuediag.analysis.messages import ReasonKind, parse_pending_message
 from kueuediag.analysis.quota import FlavorResourceQuota, WorkloadFit, cq_quotas, quota_tree, workload_fit
-from kueuediag.check import CouldNotCheck
+from kueuediag.errors import MalformedObject
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import (
     FlavorResource,
@@ -310,7 +310,7 @@ def guarantee_violations(snap: Snapshot) -> list[Violation]:
             for w in wls:
                 try:
                     v = violation_for(snap, w)
-                except CouldNotCheck:  # a malformed Workload in its cohort tree: no claim about this one
+                except MalformedObject:  # a malformed Workload in its cohort tree: no claim about this one
                     continue
                 if v is not None:
                     out.append(v)

@@ -87,7 +87,7 @@ class Zombie:
 
 def zombie_pods(snap: Snapshot) -> list[Zombie]:
     """Pods Terminating beyond deletionTimestamp + deletionGracePeriodSeconds (the cut-off Kueue's PR #6872
-    uses), oldest first (memoised). CouldNotCheck when any pod is malformed: it might be one."""
+    uses), oldest first (memoised). MalformedObject (could not check) when any pod is malformed: it might be one."""
     require_well_formed(snap, any_pod, "the search for pods stuck Terminating")
 
     def build() -> list[Zombie]:

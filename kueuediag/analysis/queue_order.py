@@ -66,8 +66,8 @@ def is_sticky_preemptor(w: WorkloadView) -> bool:
 
 
 def pending_queue(snap: Snapshot, cluster_queue: str) -> list[QueueEntry]:
-    """The ClusterQueue's pending workloads in Kueue's queue order (memoised); CouldNotCheck when a malformed
-    Workload may be queued there (its place in the order is unknown)."""
+    """The ClusterQueue's pending workloads in Kueue's queue order (memoised); MalformedObject (could not
+    check) when a malformed Workload may be queued there (its place in the order is unknown)."""
     require_well_formed(snap, workloads_in_cluster_queue(snap, cluster_queue),
                         f"the queue order of ClusterQueue {cluster_queue}")
     return snap.memo(("queue-order", cluster_queue), lambda: _build(snap, cluster_queue))

@@ -739,8 +739,8 @@ def _preference_rank(cq: ClusterQueueView, f: FlavorFit) -> tuple[int, int]:
 
 
 def require_quota_tree(snap: Snapshot, cq: str) -> None:
-    """Raise CouldNotCheck when a malformed Workload may hold or request quota in `cq`'s cohort tree: every
-    answer about free, borrowable or guaranteed quota there sums over those Workloads."""
+    """Raise MalformedObject (could not check) when a malformed Workload may hold or request quota in `cq`'s
+    cohort tree: every answer about free, borrowable or guaranteed quota there sums over those Workloads."""
     require_well_formed(snap, workloads_in_quota_tree(snap, cq), f"the quota of ClusterQueue {cq}'s cohort tree")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
-from kueuediag.check import CouldNotCheck
+from kueuediag.errors import MalformedObject
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.kueue import kueue_index, malformed_objects
 from kueuediag.snapshot.model import Snapshot
@@ -22,12 +22,15 @@ Scope = Callable[[dict[str, Any]], bool]
 
 
 def require_well_formed(snap: Snapshot, in_scope: Scope, what: str) -> None:
-    """Raise CouldNotCheck naming the first malformed object inside the scope of `what`; do nothing otherwise."""
+    """Raise MalformedObject for the first malformed object inside the scope of `what`; do nothing otherwise.
+
+    The engine turns it into "could not check" for the asking check, with the object as input and the field
+    (and what needed it) as reason.
+    """
     for bad in malformed_objects(snap):
         if in_scope(bad.obj):
-            ref = bad.error.ref
-            field = str(bad.error).removeprefix(f"{ref}: ")
-            raise CouldNotCheck(ref, f"{field} (needed for {what})")
+            err = bad.error
+            raise MalformedObject(f"{err} (needed for {what})", err.kind, err.namespace, err.name)
 
 
 def _dig(obj: Any, *keys: str) -> Any:
