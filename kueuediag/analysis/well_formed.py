@@ -80,10 +80,15 @@ def workloads_in_cluster_queue(snap: Snapshot, cluster_queue: str) -> Scope:
     return in_scope
 
 
-def pods_on_nodes(names: Collection[str]) -> Scope:
-    """Pods bound to one of `names` (a pod whose spec.nodeName cannot be read is in scope; an unbound one is not)."""
+def node_room(names: Collection[str], labels: dict[str, str]) -> Scope:
+    """What the free room of nodes `names` (those carrying `labels`) depends on: Nodes carrying `labels` (an
+    unreadable label set is in scope) and pods bound to one of `names` (a pod whose spec.nodeName cannot be read
+    is in scope; an unbound one is not)."""
 
     def in_scope(obj: dict[str, Any]) -> bool:
+        if obj.get("kind") == "Node":
+            have = meta(obj).get("labels")
+            return not isinstance(have, dict) or all(have.get(k) == v for k, v in labels.items())
         if obj.get("kind") != "Pod":
             return False
         spec = obj.get("spec")
