@@ -30,7 +30,9 @@ def require_well_formed(snap: Snapshot, in_scope: Scope, what: str) -> None:
     for bad in malformed_objects(snap):
         if in_scope(bad.obj):
             err = bad.error
-            raise MalformedObject(f"{err} (needed for {what})", err.kind, err.namespace, err.name)
+            scoped = MalformedObject(f"{err} (needed for {what})", err.kind, err.namespace, err.name)
+            scoped.source, scoped.field = err.source, err.field
+            raise scoped
 
 
 def _dig(obj: Any, *keys: str) -> Any:
