@@ -36,9 +36,10 @@ def build_app() -> typer.Typer:
     ) -> None:
         """kueuediag: diagnose pending Kueue workloads."""
 
-    from kueuediag.cli import checks_cmd, demo_cmd, explain_cmd, why_cmd
+    from kueuediag.cli import checks_cmd, demo_cmd, explain_cmd, health_cmd, why_cmd
 
     why_cmd.register(app)
+    health_cmd.register(app)
     demo_cmd.register(app)
     checks_cmd.register(app)
     explain_cmd.register(app)
@@ -52,9 +53,11 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
+    from kueuediag.cli.watch import optional_watch_value
+
     app = build_app()
     try:
-        app(prog_name="kueuediag")
+        app(args=optional_watch_value(sys.argv[1:]), prog_name="kueuediag")
     except BrokenPipeError:  # `kueuediag ... | head`
         sys.stderr.close()
         sys.exit(0)

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from kueuediag import __version__
-from kueuediag.models import Verdict
+from kueuediag.models import Finding, Verdict
 
 SCHEMA = "kueuediag/why/v1"
 
@@ -20,6 +20,38 @@ def _default(o: Any) -> Any:
     if hasattr(o, "isoformat"):
         return o.isoformat()
     return str(o)
+
+
+def finding_dict(f: Finding, *, layer: str | None = None) -> dict[str, Any]:
+    """One finding as `why -o json` prints it (also used by `health -o json`)."""
+    out: dict[str, Any] = {
+        "code": f.code,
+        "check": f.check,
+        "cause": f.cause,
+    }
+    if layer is not None:
+        out["layer"] = layer
+    out.update({
+        "severity": f.severity.label,
+        "confidence": f.confidence.label,
+        "aboutTarget": f.about_target,
+        "title": f.title,
+        "message": f.message,
+        "evidence": [
+            {
+                "source": e.source,
+                "ref": e.ref.model_dump() if e.ref else None,
+                "field": e.field,
+                "observed": e.observed,
+                "expected": e.expected,
+            }
+            for e in f.evidence
+        ],
+        "remediation": list(f.remediation),
+        "docs": f.docs,
+        "data": f.data,
+    })
+    return out
 
 
 def verdict_dict(v: Verdict) -> dict[str, Any]:
@@ -40,31 +72,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         },
         "verdict": {"cause": v.cause, "layer": v.layer.value, "headline": v.headline},
         "findings": [
-            {
-                "rank": r.rank,
-                "code": r.finding.code,
-                "check": r.finding.check,
-                "cause": r.finding.cause,
-                "layer": r.layer.value,
-                "severity": r.finding.severity.label,
-                "confidence": r.finding.confidence.label,
-                "aboutTarget": r.finding.about_target,
-                "title": r.finding.title,
-                "message": r.finding.message,
-                "evidence": [
-                    {
-                        "source": e.source,
-                        "ref": e.ref.model_dump() if e.ref else None,
-                        "field": e.field,
-                        "observed": e.observed,
-                        "expected": e.expected,
-                    }
-                    for e in r.finding.evidence
-                ],
-                "remediation": list(r.finding.remediation),
-                "docs": r.finding.docs,
-                "data": r.finding.data,
-            }
+            {"rank": r.rank, **finding_dict(r.finding, layer=r.layer.value)}
             for r in v.findings
         ],
         "checks": [
