@@ -15,7 +15,7 @@ Each cause has a *layer* (submission, kueue, kubernetes) and a *tier* used by th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from kueuediag.models import Layer
@@ -41,11 +41,15 @@ class Cause:
     title: str
     description: str
     remediation: str
+    owner: str = ""
+    """code of the one check that emits findings for this cause; other checks contribute evidence to it"""
+    docs: str | None = None
+    """documentation link of a plugin cause (built-in causes are documented in docs/causes.md)"""
 
 
 _S, _K, _N = Layer.SUBMISSION, Layer.KUEUE, Layer.KUBERNETES
 
-CAUSES: tuple[Cause, ...] = (
+_CATALOG: tuple[Cause, ...] = (
     # --- submission layer -------------------------------------------------------------------------------
     Cause("not-managed", _S, Tier.BLOCKER, "Kueue does not manage this job",
           "The job exists but Kueue created no Workload for it: the queue-name label is missing (and the "
@@ -207,6 +211,26 @@ CAUSES: tuple[Cause, ...] = (
           "Secret/ConfigMap."),
 )
 
+# The one owning check per cause (a contract test checks that no other check emits a finding for it).
+OWNERS: dict[str, str] = {
+    "not-managed": "KD001", "localqueue-missing": "KD001", "clusterqueue-missing": "KD001",
+    "localqueue-stopped": "KD003", "clusterqueue-inactive": "KD003", "namespace-not-selected": "KD004",
+    "resource-not-covered": "KD005", "no-matching-flavor": "KD005", "deactivated": "KD006",
+    "admission-gated": "KD006",
+    "exceeds-max-quota": "KD102", "not-yet-evaluated": "KD102", "waiting-for-quota": "KD102",
+    "queued-behind": "KD601",
+    "preemption-in-progress": "KD302", "slow-preemption": "KD302", "stuck-preemption-target": "KD302",
+    "guarantee-violation": "KD101", "fair-sharing-anomaly": "KD103",
+    "topology-no-fit": "KD201", "fragmentation": "KD201",
+    "admission-check-pending": "KD701", "admission-check-rejected": "KD701", "podsready-backoff": "KD701",
+    "waiting-for-podsready": "KD701",
+    "controller-unhealthy": "KD901", "zombie-pods": "KD901", "node-unhealthy": "KD901", "config-change": "KD901",
+    "gate-not-removed": "KD401", "kube-unschedulable": "KD401", "pods-not-starting": "KD401",
+    "logging-insufficient": "KD501", "known-issue": "KD902", "not-pending": "KD002",
+}
+
+CAUSES: tuple[Cause, ...] = tuple(replace(c, owner=OWNERS[c.slug]) for c in _CATALOG)
+
 BY_SLUG: dict[str, Cause] = {c.slug: c for c in CAUSES}
 
 
@@ -215,3 +239,8 @@ def cause(slug: str) -> Cause:
         return BY_SLUG[slug]
     except KeyError:
         raise KeyError(f"unknown cause {slug!r}") from None
+
+
+def all_causes() -> tuple[Cause, ...]:
+    """Every cause known to this process: the built-in catalog (plugins register theirs in step with it)."""
+    return CAUSES

@@ -3,7 +3,7 @@
 A check is one class in one module with class-level metadata and a pure `run(snapshot, target)`:
 
 * ``code``      – stable ``KD`` + 3 digits, never reused; the hundreds digit names the family;
-* ``name``      – a slug (``queue-configuration``);
+* ``name``      – a slug (``queue-existence``);
 * ``requires``  – snapshot parts it reads; the engine skips the check with a reason when one is missing;
 * ``needs_workload`` – whether it needs a resolved Workload (False for cluster-wide checks);
 * ``default_severity`` and ``options`` (defaults of its tunables, overridable by configuration).
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from kueuediag.causes import cause as lookup_cause
-from kueuediag.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, ObjectRef, Severity
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 
@@ -65,8 +65,15 @@ class Check(ABC):
         return FAMILIES.get(cls.code[2:3], "other")
 
     @abstractmethod
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
-        """Return the findings for `target` (empty when the check rules its cause out). Pure: read only `snapshot`."""
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult | list[Finding]:
+        """Return the check's honest outcome for `target`. Pure: read only `snapshot`.
+
+        Return :meth:`CheckResult.fired` (findings for the causes this check owns, contributions for causes other
+        checks own), :meth:`CheckResult.ruled_out` with the evidence of what was looked at and found fine,
+        :meth:`CheckResult.could_not_check` naming the missing input, or :meth:`CheckResult.not_applicable`
+        with the reason — or raise :class:`CouldNotCheck` / :class:`NotApplicable` from deep inside.
+        A bare list of findings is accepted when non-empty; an empty list is never taken as "ruled out".
+        """
 
     # --- helpers for subclasses ------------------------------------------------------------------------
     def finding(
@@ -99,10 +106,49 @@ class Check(ABC):
             data=dict(data or {}),
         )
 
+    def contribute(
+        self,
+        cause: str,
+        title: str,
+        message: str,
+        *,
+        severity: Severity | None = None,
+        confidence: Confidence = Confidence.MEDIUM,
+        evidence: Iterable[Evidence] = (),
+        remediation: Iterable[str] = (),
+        about_target: bool = True,
+        data: Mapping[str, Any] | None = None,
+    ) -> Contribution:
+        """Evidence for a cause another check owns: the engine folds it into the owner's finding."""
+        lookup_cause(cause)
+        return Contribution(
+            cause=cause, title=title, message=message,
+            severity=self.default_severity if severity is None else severity, confidence=confidence,
+            evidence=tuple(evidence), remediation=tuple(remediation), about_target=about_target,
+            data=dict(data or {}),
+        )
+
     @classmethod
     def doc(cls) -> dict[str, str]:
         """The docstring split into its fixed sections (plus 'summary')."""
         return parse_doc(inspect.getdoc(cls) or "")
+
+
+class CouldNotCheck(Exception):  # noqa: N818 - it names an outcome, not an error
+    """Raised by a check (or a helper it calls) when an input it needs is missing, forbidden or unreadable."""
+
+    def __init__(self, input: str, reason: str) -> None:  # noqa: A002 - the input's name
+        super().__init__(f"{input}: {reason}")
+        self.input = input
+        self.reason = reason
+
+
+class NotApplicable(Exception):  # noqa: N818 - it names an outcome, not an error
+    """Raised by a check when its question does not arise for this target (e.g. the workload is not pending)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def parse_doc(text: str) -> dict[str, str]:

@@ -43,16 +43,18 @@ def cause_page(slug: str) -> str:
     c = BY_SLUG[slug]
     return "\n".join([
         f"# cause `{c.slug}`: {c.title}", "",
-        f"- Layer: {c.layer.value}", f"- Ranking tier: {c.tier.value}", "",
+        f"- Layer: {c.layer.value}", f"- Ranking tier: {c.tier.value}", f"- Owning check: {c.owner}", "",
         "## What it means", "", c.description, "", "## What to do", "", c.remediation, "",
     ])
 
 
 def causes_index() -> str:
     lines = ["# Cause catalog", "", "Generated from kueuediag/causes.py. Every finding names one of these.", "",
-             "| cause | layer | tier | meaning |", "|---|---|---|---|"]
+             "Each cause has one owning check: only it emits findings for the cause; other checks contribute evidence "
+             "to its finding (docs/ranking.md).", "",
+             "| cause | layer | tier | owner | meaning |", "|---|---|---|---|---|"]
     for c in CAUSES:
-        lines.append(f"| `{c.slug}` | {c.layer.value} | {c.tier.value} | {c.title} |")
+        lines.append(f"| `{c.slug}` | {c.layer.value} | {c.tier.value} | {c.owner} | {c.title} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,9 @@
 """Run checks isolated and timed, then rank their findings into a Verdict.
 
 A broken check never breaks the diagnosis: an exception becomes an *errored* CheckRun with its message.
-A check whose declared inputs are missing is *skipped* with the reason.
+A check whose declared inputs are missing *could not check* (naming the input); a check that needs a Workload
+is *not applicable* to a target without one. What several checks say about one cause is merged into one
+finding (kueuediag.merge), and the verdict carries a confidence that drops when relevant inputs were unseen.
 """
 
 from __future__ import annotations
@@ -11,11 +13,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from kueuediag import __version__  # noqa: F401  (re-exported for renderers)
-from kueuediag.causes import BY_SLUG, Tier
-from kueuediag.check import Check
+from kueuediag.causes import BY_SLUG, TIER_ORDER, Tier, all_causes
+from kueuediag.causes import cause as cause_of
+from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
 from kueuediag.errors import InputError
-from kueuediag.models import CheckRun, Finding, Layer, ObjectRef, Outcome, Verdict, WorkloadInfo
+from kueuediag.merge import merge_runs
+from kueuediag.models import (
+    CheckResult,
+    CheckRun,
+    Confidence,
+    Finding,
+    Layer,
+    ObjectRef,
+    Outcome,
+    RankedFinding,
+    Verdict,
+    WorkloadInfo,
+)
 from kueuediag.ranking import rank, verdict_cause
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.model import Snapshot
@@ -57,25 +72,40 @@ def select_checks(classes: Sequence[type[Check]], settings: Settings) -> list[Ch
 
 
 def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
+    """Run one check isolated and timed, and turn whatever it returned or raised into an honest CheckRun."""
     base: dict[str, Any] = {"code": check.code, "check": check.name, "family": check.family()}
     for part in check.requires:
         why = snap.part_unavailable(part)
         if why:
-            return CheckRun(**base, outcome=Outcome.SKIPPED, reason=why)
+            return CheckRun(**base, outcome=Outcome.COULD_NOT_CHECK, input=part.value, reason=why)
     if check.needs_workload and target.workload is None:
-        return CheckRun(**base, outcome=Outcome.SKIPPED, reason="no Workload exists for this target")
+        return CheckRun(**base, outcome=Outcome.NOT_APPLICABLE, reason="no Workload exists for this target")
     start = time.perf_counter()
     try:
-        findings = check.run(snap, target)
+        result = as_result(check.run(snap, target))
+    except CouldNotCheck as exc:
+        result = CheckResult.could_not_check(exc.input, exc.reason)
+    except NotApplicable as exc:
+        result = CheckResult.not_applicable(exc.reason)
     except InputError:
         raise  # bad input (a junk quantity in an object the check read) is the user's to fix: exit 2
     except Exception as exc:  # isolation: one broken check must not break the diagnosis
-        elapsed = (time.perf_counter() - start) * 1000
-        return CheckRun(**base, outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}",
-                        duration_ms=round(elapsed, 2))
+        result = CheckResult(outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}")
     elapsed = (time.perf_counter() - start) * 1000
-    outcome = Outcome.FIRED if findings else Outcome.CLEAR
-    return CheckRun(**base, outcome=outcome, findings=tuple(findings), duration_ms=round(elapsed, 2))
+    return CheckRun(**base, **dict(result), duration_ms=round(elapsed, 2))
+
+
+def as_result(returned: CheckResult | list[Finding]) -> CheckResult:
+    """Accept the v1 return shape (a list of findings) next to CheckResult.
+
+    A non-empty list fired. An empty list says nothing about what was looked at, so it is not taken as
+    "ruled out": the run is marked ruled out with the reason that the check gave no evidence.
+    """
+    if isinstance(returned, CheckResult):
+        return returned
+    if returned:
+        return CheckResult.fired(returned)
+    return CheckResult(outcome=Outcome.RULED_OUT, reason="no finding (the check gave no evidence)")
 
 
 def _override(f: Finding, settings: Settings, cls_map: dict[str, type[Check]]) -> Finding | None:
@@ -86,6 +116,19 @@ def _override(f: Finding, settings: Settings, cls_map: dict[str, type[Check]]) -
         if key == f.cause or (cls is not None and matches(key, cls)):
             return f.model_copy(update={"severity": sev})
     return f
+
+
+def _apply_ignore(run: CheckRun, settings: Settings) -> CheckRun:
+    """Drop findings and contributions of ignored causes; a run left with nothing is not applicable."""
+    if run.outcome is not Outcome.FIRED:
+        return run
+    findings = tuple(f for f in run.findings if f.cause not in settings.ignore)
+    contributions = tuple(c for c in run.contributions if c.cause not in settings.ignore)
+    if findings or contributions:
+        return run.model_copy(update={"findings": findings, "contributions": contributions})
+    causes = sorted({f.cause for f in run.findings} | {c.cause for c in run.contributions})
+    return run.model_copy(update={"outcome": Outcome.NOT_APPLICABLE, "findings": (), "contributions": (),
+                                  "reason": f"all findings ({', '.join(causes)}) ignored by configuration"})
 
 
 def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
@@ -111,32 +154,58 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
 def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings) -> Verdict:
     checks = select_checks(classes, settings)
     cls_map = {c.code: type(c) for c in checks}
-    runs: list[CheckRun] = []
-    findings: list[Finding] = []
-    for check in checks:
-        run = run_check(check, snap, target)
-        kept = tuple(f for f in (_override(f, settings, cls_map) for f in run.findings) if f is not None)
-        if run.outcome is Outcome.FIRED and not kept:
-            run = run.model_copy(update={"outcome": Outcome.CLEAR, "findings": (),
-                                         "reason": "all findings ignored by configuration"})
-        else:
-            run = run.model_copy(update={"findings": kept})
-        runs.append(run)
-        findings.extend(kept)
+    runs = [_apply_ignore(run_check(check, snap, target), settings) for check in checks]
+    merged = merge_runs(runs, {c.slug: c.owner for c in all_causes()})
+    findings = [f for f in (_override(f, settings, cls_map) for f in merged) if f is not None]
     info = workload_info(snap, target)
     ranked = rank(findings)
     cause, layer = verdict_cause(ranked)
+    confidence, unseen = verdict_confidence(ranked, runs)
     return Verdict(
         workload=info, cause=cause, layer=layer, headline=headline(ranked, info),
         findings=tuple(ranked), runs=tuple(runs),
         captured_at=snap.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         snapshot_errors=tuple(f"{what}: {err}" for what, err in snap.manifest.errors),
+        confidence=confidence, unseen=tuple(unseen),
     )
 
 
-def headline(ranked: Sequence[object], info: WorkloadInfo) -> str:
-    from kueuediag.models import RankedFinding
+_UNSEEN = (Outcome.COULD_NOT_CHECK, Outcome.ERRORED)
 
+
+def verdict_confidence(ranked: Sequence[RankedFinding], runs: Sequence[CheckRun]) -> tuple[Confidence, list[str]]:
+    """How far to trust the verdict, and what the diagnosis could not see that bears on it.
+
+    A run that could not check (or errored) is relevant when its check owns a cause at the top cause's tier or
+    above (it might have found something that outranks the verdict), or when it owns the top cause itself. The
+    verdict starts at the top finding's confidence and drops one level for one or two relevant blind spots, to
+    low for three or more. With no finding at all the verdict is low confidence.
+    """
+    if not ranked:
+        blind = [_unseen_line(r) for r in runs if r.outcome in _UNSEEN]
+        return Confidence.LOW, blind
+    top = ranked[0].finding
+    top_tier = TIER_ORDER[cause_of(top.cause).tier]
+    owned: dict[str, list[int]] = {}
+    for c in all_causes():
+        owned.setdefault(c.owner, []).append(TIER_ORDER[c.tier])
+    relevant = [
+        r for r in runs
+        if r.outcome in _UNSEEN and (r.code == top.code or any(t <= top_tier for t in owned.get(r.code, [])))
+    ]
+    level = int(top.confidence)
+    if relevant:
+        level = level - 1 if len(relevant) < 3 else int(Confidence.LOW)
+    return Confidence(max(level, int(Confidence.LOW))), [_unseen_line(r) for r in relevant]
+
+
+def _unseen_line(run: CheckRun) -> str:
+    what = f"{run.input}: " if run.input else ""
+    state = "errored" if run.outcome is Outcome.ERRORED else "could not check"
+    return f"{run.code} {run.check} {state} — {what}{run.reason}"
+
+
+def headline(ranked: Sequence[object], info: WorkloadInfo) -> str:
     items = [r for r in ranked if isinstance(r, RankedFinding)]
     who = f"{info.owner.kind.lower()}/{info.owner.name}" if info.owner else f"workload/{info.name}"
     if not items:

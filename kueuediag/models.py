@@ -6,6 +6,7 @@ findings into a :class:`Verdict`. Everything here is pydantic so JSON output is 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum, IntEnum
 from typing import Any
 
@@ -55,10 +56,35 @@ class Layer(str, Enum):
 
 
 class Outcome(str, Enum):
+    """A check's result: one of four honest outcomes, or errored (the check itself failed).
+
+    * ``fired``           – it found its cause (findings) or contributed evidence to another check's cause;
+    * ``ruled-out``       – it looked and the cause is not there; the run carries the evidence that rules it out;
+    * ``could-not-check`` – an input it needs is missing, forbidden or unreadable; the run names the input;
+    * ``not-applicable``  – the question does not arise for this target (e.g. the workload is not pending);
+    * ``errored``         – the check raised; the rest of the diagnosis went on.
+
+    ``CLEAR`` and ``SKIPPED`` are the v1 names kept as aliases (JSON ``checks[].outcome`` still carries the v1
+    vocabulary, see :attr:`v1`).
+    """
+
     FIRED = "fired"
-    CLEAR = "clear"
-    SKIPPED = "skipped"
+    RULED_OUT = "ruled-out"
+    COULD_NOT_CHECK = "could-not-check"
+    NOT_APPLICABLE = "not-applicable"
     ERRORED = "errored"
+    CLEAR = "ruled-out"
+    SKIPPED = "could-not-check"
+
+    @property
+    def v1(self) -> str:
+        """The v1 JSON outcome (fired / clear / skipped / errored) this outcome maps onto."""
+        return {"ruled-out": "clear", "could-not-check": "skipped", "not-applicable": "skipped"}.get(
+            self.value, self.value)
+
+    @property
+    def label(self) -> str:
+        return self.value.replace("-", " ")
 
 
 class _Frozen(BaseModel):
@@ -101,10 +127,76 @@ class Finding(_Frozen):
         default=True, description="False for cluster-wide observations that do not name the target"
     )
     data: dict[str, Any] = Field(default_factory=dict, description="structured extras (histograms, series)")
+    contributors: tuple[str, ...] = Field(
+        default=(), description="codes of other checks whose evidence was merged into this finding"
+    )
+
+
+class Contribution(_Frozen):
+    """Evidence a check adds to a cause another check owns (see docs/ranking.md, "One finding per cause").
+
+    The engine folds it into the owner's finding; when the owner did not fire, the contribution becomes the
+    finding for its cause at its own severity and confidence, stamped with the contributing check's code.
+    """
+
+    cause: str
+    title: str
+    message: str
+    severity: Severity
+    confidence: Confidence = Confidence.MEDIUM
+    evidence: tuple[Evidence, ...] = ()
+    remediation: tuple[str, ...] = ()
+    about_target: bool = True
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class CheckResult(_Frozen):
+    """What `Check.run` returns: one of the four honest outcomes with what backs it.
+
+    Build it with the class methods so the invariants hold: a ruled-out result carries evidence (what was looked
+    at and found fine), could-not-check names the missing input, not-applicable says why.
+    """
+
+    outcome: Outcome
+    findings: tuple[Finding, ...] = ()
+    contributions: tuple[Contribution, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    reason: str = ""
+    input: str | None = None
+
+    @classmethod
+    def fired(cls, findings: Iterable[Finding] = (), contributions: Iterable[Contribution] = ()) -> CheckResult:
+        fs, cs = tuple(findings), tuple(contributions)
+        if not fs and not cs:
+            raise ValueError("a fired result needs at least one finding or contribution")
+        return cls(outcome=Outcome.FIRED, findings=fs, contributions=cs)
+
+    @classmethod
+    def ruled_out(cls, *evidence: Evidence, reason: str = "") -> CheckResult:
+        if not evidence:
+            raise ValueError("ruled out needs the evidence that rules the cause out")
+        return cls(outcome=Outcome.RULED_OUT, evidence=evidence, reason=reason)
+
+    @classmethod
+    def could_not_check(cls, input: str, reason: str) -> CheckResult:  # noqa: A002 - the input's name
+        return cls(outcome=Outcome.COULD_NOT_CHECK, input=input, reason=reason)
+
+    @classmethod
+    def not_applicable(cls, reason: str) -> CheckResult:
+        return cls(outcome=Outcome.NOT_APPLICABLE, reason=reason)
+
+    @classmethod
+    def of(cls, findings: Iterable[Finding], *evidence: Evidence, contributions: Iterable[Contribution] = (),
+           reason: str = "") -> CheckResult:
+        """Fired when there are findings or contributions, else ruled out by `evidence`."""
+        fs, cs = tuple(findings), tuple(contributions)
+        if fs or cs:
+            return cls.fired(fs, cs)
+        return cls.ruled_out(*evidence, reason=reason)
 
 
 class CheckRun(_Frozen):
-    """One check's execution: fired (with findings), clear, skipped (with reason) or errored."""
+    """One check's execution: its outcome, the findings it owns, and what backs a non-fired outcome."""
 
     code: str
     check: str
@@ -113,6 +205,9 @@ class CheckRun(_Frozen):
     reason: str = ""
     duration_ms: float = 0.0
     findings: tuple[Finding, ...] = ()
+    contributions: tuple[Contribution, ...] = ()
+    evidence: tuple[Evidence, ...] = Field(default=(), description="ruled out: what was looked at and found fine")
+    input: str | None = Field(default=None, description="could not check: the input that was missing or forbidden")
 
 
 class RankedFinding(_Frozen):
@@ -141,6 +236,13 @@ class Verdict(_Frozen):
     runs: tuple[CheckRun, ...]
     captured_at: str | None = None
     snapshot_errors: tuple[str, ...] = ()
+    confidence: Confidence = Field(
+        default=Confidence.HIGH,
+        description="how far to trust the verdict: lowered when inputs relevant to the top cause were not seen",
+    )
+    unseen: tuple[str, ...] = Field(
+        default=(), description="what the diagnosis could not see that matters for the verdict (one line each)"
+    )
 
     @property
     def primary(self) -> RankedFinding | None:
@@ -148,4 +250,7 @@ class Verdict(_Frozen):
 
     @property
     def ruled_out(self) -> list[CheckRun]:
-        return [r for r in self.runs if r.outcome is Outcome.CLEAR]
+        return [r for r in self.runs if r.outcome is Outcome.RULED_OUT]
+
+    def runs_with(self, outcome: Outcome) -> list[CheckRun]:
+        return [r for r in self.runs if r.outcome is outcome]

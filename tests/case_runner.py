@@ -76,8 +76,8 @@ def run_case(case: Case) -> tuple[Verdict, list[Finding]]:
     verdict = diagnose(snap, target, classes, Settings())
     run = verdict.runs[0]
     assert run.outcome is not Outcome.ERRORED, f"{case.id}: check errored: {run.reason}"
-    assert run.outcome is not Outcome.SKIPPED, f"{case.id}: check skipped: {run.reason}"
-    return verdict, list(run.findings)
+    assert run.outcome is not Outcome.COULD_NOT_CHECK, f"{case.id}: check could not check: {run.reason}"
+    return verdict, [r.finding for r in verdict.findings]
 
 
 def _ref_strings(f: Finding) -> set[str]:

@@ -7,11 +7,11 @@ from typing import ClassVar
 
 import pytest
 
-from kueuediag.check import Check, ev
+from kueuediag.check import Check, CouldNotCheck, NotApplicable, ev
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose, matches, select_checks
 from kueuediag.errors import InputError
-from kueuediag.models import Confidence, Finding, Outcome, Severity
+from kueuediag.models import CheckResult, Confidence, Finding, Outcome, Severity
 from kueuediag.ranking import rank
 from kueuediag.snapshot.model import Part, Snapshot, load_snapshot
 from kueuediag.target import Target, resolve
@@ -73,7 +73,7 @@ def test_exception_becomes_errored_run_and_rest_goes_on(basic: tuple[Snapshot, T
     v = diagnose(snap, target, [Boom, NeedsMetrics, Fires], Settings())
     runs = {r.code: r for r in v.runs}
     assert runs["KD990"].outcome is Outcome.ERRORED and runs["KD990"].reason == "RuntimeError: kaboom"
-    assert runs["KD991"].outcome is Outcome.SKIPPED
+    assert runs["KD991"].outcome is Outcome.COULD_NOT_CHECK and runs["KD991"].input == "metrics"
     assert runs["KD991"].reason == "no Prometheus metrics in this snapshot"
     assert runs["KD992"].outcome is Outcome.FIRED
     assert v.cause == "waiting-for-quota"
@@ -85,7 +85,8 @@ def test_options_ignore_and_severity_override(basic: tuple[Snapshot, Target]) ->
                                                  severity={"KD992": Severity.CRITICAL}))
     assert v.findings[0].finding.title == "needs 9" and v.findings[0].finding.severity is Severity.CRITICAL
     v = diagnose(snap, target, [Fires], Settings(ignore=["waiting-for-quota"]))
-    assert v.findings == () and v.runs[0].outcome is Outcome.CLEAR
+    assert v.findings == () and v.runs[0].outcome is Outcome.NOT_APPLICABLE
+    assert v.runs[0].reason == "all findings (waiting-for-quota) ignored by configuration"
     with pytest.raises(InputError, match="unknown option 'bogus'"):
         select_checks([Fires], Settings(check_options={"KD992": {"bogus": 1}}))
 
@@ -129,3 +130,107 @@ def test_guarantee_violation_headline_mentions_root_cause(basic: tuple[Snapshot,
     ranked = rank([_f("guarantee-violation", Severity.HIGH), _f("fragmentation", Severity.HIGH)])
     text = headline(ranked, workload_info(snap, target))
     assert "fragmentation" in text and "explains the guarantee violation" in text
+
+
+class RulesOut(Check):
+    __doc__ = DOC
+    code = "KD993"
+    name = "rules-out"
+
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
+        return CheckResult.ruled_out(ev("derived", "3 nodes in flavor h100, largest hole 8 >= 8 needed",
+                                        kind="ResourceFlavor", name="h100"))
+
+
+class Blind(Check):
+    __doc__ = DOC
+    code = "KD994"
+    name = "blind"
+
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
+        raise CouldNotCheck("nodes", "forbidden (403): need list nodes")
+
+
+class NotForThis(Check):
+    __doc__ = DOC
+    code = "KD995"
+    name = "not-for-this"
+
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
+        raise NotApplicable("the workload is not pending")
+
+
+class Contributes(Check):
+    """Contributes evidence to waiting-for-quota, which KD102 owns."""
+
+    __doc__ = DOC
+    code = "KD996"
+    name = "contributes"
+
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
+        return CheckResult.fired(contributions=[self.contribute(
+            "waiting-for-quota", "c-title", "c-message", severity=Severity.LOW, confidence=Confidence.HIGH,
+            evidence=[ev("metric", "pending 12", field="kueue_pending_workloads")], remediation=["look at it"])])
+
+
+class Silent(Check):
+    __doc__ = DOC
+    code = "KD997"
+    name = "silent"
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        return []
+
+
+def test_four_outcomes_carry_what_backs_them(basic: tuple[Snapshot, Target]) -> None:
+    snap, target = basic
+    v = diagnose(snap, target, [RulesOut, Blind, NotForThis, Silent], Settings())
+    runs = {r.code: r for r in v.runs}
+    assert runs["KD993"].outcome is Outcome.RULED_OUT
+    assert runs["KD993"].evidence[0].observed == "3 nodes in flavor h100, largest hole 8 >= 8 needed"
+    assert (runs["KD994"].outcome, runs["KD994"].input) == (Outcome.COULD_NOT_CHECK, "nodes")
+    assert "403" in runs["KD994"].reason
+    assert (runs["KD995"].outcome, runs["KD995"].reason) == (Outcome.NOT_APPLICABLE, "the workload is not pending")
+    # an empty list says nothing about what was looked at: no evidence, and the reason says so
+    assert runs["KD997"].evidence == () and runs["KD997"].reason == "no finding (the check gave no evidence)"
+
+
+def test_ruled_out_without_evidence_is_refused() -> None:
+    with pytest.raises(ValueError, match="evidence"):
+        CheckResult.ruled_out()
+    with pytest.raises(ValueError, match="finding or contribution"):
+        CheckResult.fired()
+
+
+def test_contribution_folds_into_the_owner_finding(basic: tuple[Snapshot, Target]) -> None:
+    snap, target = basic
+    v = diagnose(snap, target, [Fires, Contributes], Settings())
+    assert len(v.findings) == 1
+    f = v.findings[0].finding
+    assert (f.code, f.cause, f.title, f.contributors) == ("KD992", "waiting-for-quota", "needs 5", ("KD996",))
+    assert [e.observed for e in f.evidence] == ["x", "pending 12"]
+    assert "look at it" in f.remediation and f.severity is Severity.MEDIUM and f.confidence is Confidence.HIGH
+    runs = {r.code: r for r in v.runs}
+    assert runs["KD996"].outcome is Outcome.FIRED and runs["KD996"].contributions[0].cause == "waiting-for-quota"
+
+
+def test_contribution_without_owner_becomes_the_finding(basic: tuple[Snapshot, Target]) -> None:
+    snap, target = basic
+    v = diagnose(snap, target, [Contributes], Settings())
+    f = v.findings[0].finding
+    assert (f.code, f.cause, f.title, f.severity, f.contributors) == (
+        "KD996", "waiting-for-quota", "c-title", Severity.LOW, ())
+
+
+def test_verdict_confidence_drops_when_relevant_inputs_are_unseen(basic: tuple[Snapshot, Target]) -> None:
+    snap, target = basic
+    seen = diagnose(snap, target, [Fires, RulesOut], Settings())
+    assert seen.confidence is Confidence.HIGH and seen.unseen == ()
+
+    class BlindOwner(Blind):
+        code = "KD102"  # owns exceeds-max-quota, a blocker: it could have outranked waiting-for-quota
+        name = "blind-owner"
+
+    blind = diagnose(snap, target, [Fires, BlindOwner], Settings())
+    assert blind.confidence is Confidence.MEDIUM
+    assert blind.unseen == ("KD102 blind-owner could not check — nodes: forbidden (403): need list nodes",)

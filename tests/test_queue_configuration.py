@@ -1,5 +1,6 @@
-"""KD001/KD701 building blocks the fixture cases do not pin down: the manager-config defaults, the flavor
-selector restriction Kueue applies, selector semantics (null vs {}), collection gaps and bad input."""
+"""Submission checks (KD001, KD003-KD006) and KD701 building blocks the fixture cases do not pin down: the
+manager-config defaults, the flavor selector restriction Kueue applies, selector semantics (null vs {}),
+collection gaps and bad input."""
 
 from __future__ import annotations
 
@@ -7,15 +8,35 @@ from typing import Any
 
 import pytest
 from kueuediag_checks.admission_checks import AdmissionChecks
-from kueuediag_checks.queue_configuration import QueueConfiguration
+from kueuediag_checks.namespace_selection import NamespaceSelection
+from kueuediag_checks.queue_existence import QueueExistence
+from kueuediag_checks.queue_state import QueueState
+from kueuediag_checks.resource_coverage import ResourceCoverage
+from kueuediag_checks.workload_activation import WorkloadActivation
 
 from kueuediag.analysis.flavor_match import flavor_exclusion, restricted_selector_matches
 from kueuediag.analysis.kueue_config import kueue_config, selector_str
+from kueuediag.check import Check
 from kueuediag.errors import InputError
+from kueuediag.models import Finding
 from kueuediag.snapshot.kueue import flavor_view, workload
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.target import Target
+
+SUBMISSION: tuple[type[Check], ...] = (
+    WorkloadActivation,
+    QueueExistence,
+    QueueState,
+    NamespaceSelection,
+    ResourceCoverage,
+)
+
+
+def _submission_findings(snap: Snapshot, target: Target) -> list[Finding]:
+    """What the five submission checks (the former KD001 queue-configuration) say together."""
+    return [f for cls in SUBMISSION for f in cls().run(snap, target)]
+
 
 V2 = "kueue.x-k8s.io/v1beta2"
 MANIFEST = {"format": "kueuediag-snapshot/v1", "capturedAt": "2026-11-20T10:00:00Z", "errors": []}
@@ -95,7 +116,7 @@ def _ns(name: str, **lbls: str) -> dict[str, Any]:
 def _run_kd001(snap: Snapshot) -> list[tuple[str, str]]:
     w = workload(snap, "team", "wl")
     assert w is not None
-    return [(f.cause, f.title) for f in QueueConfiguration().run(snap, Target("wl", "team", w))]
+    return [(f.cause, f.title) for f in _submission_findings(snap, Target("wl", "team", w))]
 
 
 # --- manager configuration ----------------------------------------------------------------------------------
@@ -333,7 +354,7 @@ def test_admission_gated_reason_without_annotation_is_medium_confidence() -> Non
     )
     w = workload(snap, "team", "wl")
     assert w is not None
-    found = QueueConfiguration().run(snap, Target("wl", "team", w))
+    found = _submission_findings(snap, Target("wl", "team", w))
     assert [(f.cause, f.title, f.confidence.label) for f in found] == [
         ("admission-gated", "admission is gated by example.com/broker", "medium")
     ]

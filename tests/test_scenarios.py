@@ -219,8 +219,14 @@ def healthy_evidence(v: Verdict) -> None:
     assert not not_clear, f"everything should be ruled out (CLEAR): {not_clear}"
 
 
+SUBMISSION = ("KD001", "KD003", "KD004", "KD005", "KD006")  # the former KD001 queue-configuration
+
 ALL_RECIPE = (
     "KD001",
+    "KD003",
+    "KD004",
+    "KD005",
+    "KD006",
     "KD101",
     "KD102",
     "KD103",
@@ -242,7 +248,7 @@ CASES = [
         "team-nlp",
         "slow-preemption",
         Layer.KUEUE,
-        clear=("KD001", "KD103", "KD201", "KD401", "KD701", "KD901"),
+        clear=(*SUBMISSION, "KD103", "KD201", "KD401", "KD701", "KD901"),
         fired={"KD101": "guarantee-violation", "KD301": "slow-preemption", "KD302": "slow-preemption"},
         evidence=slow_preemption_evidence,
     ),
@@ -252,7 +258,7 @@ CASES = [
         "team-vision",
         "stuck-preemption-target",
         Layer.KUEUE,
-        clear=("KD001", "KD103", "KD201", "KD401", "KD701"),
+        clear=(*SUBMISSION, "KD103", "KD201", "KD401", "KD701"),
         fired={
             "KD101": "guarantee-violation",
             "KD301": "stuck-preemption-target",
@@ -267,7 +273,7 @@ CASES = [
         "team-alignment",
         "fair-sharing-anomaly",
         Layer.KUEUE,
-        clear=("KD001", "KD201", "KD302", "KD401", "KD701"),
+        clear=(*SUBMISSION, "KD201", "KD302", "KD401", "KD701"),
         symptom_only=("KD301",),
         fired={"KD101": "guarantee-violation", "KD103": "fair-sharing-anomaly", "KD902": "known-issue"},
         evidence=fair_sharing_evidence,
@@ -278,7 +284,7 @@ CASES = [
         "team-research",
         "fragmentation",
         Layer.KUBERNETES,
-        clear=("KD001", "KD101", "KD102", "KD103", "KD301", "KD302", "KD501", "KD701", "KD901", "KD902"),
+        clear=(*SUBMISSION, "KD101", "KD102", "KD103", "KD301", "KD302", "KD501", "KD701", "KD901", "KD902"),
         fired={"KD201": "fragmentation", "KD401": "fragmentation", "KD002": "not-pending"},
         evidence=fragmentation_evidence,
     ),
@@ -288,7 +294,7 @@ CASES = [
         "team-research",
         "topology-no-fit",
         Layer.KUEUE,
-        clear=("KD001", "KD102", "KD103", "KD302", "KD401", "KD701", "KD901", "KD902"),
+        clear=(*SUBMISSION, "KD102", "KD103", "KD302", "KD401", "KD701", "KD901", "KD902"),
         symptom_only=("KD301",),
         fired={"KD201": "topology-no-fit", "KD101": "guarantee-violation"},
         evidence=tas_evidence,
@@ -299,7 +305,7 @@ CASES = [
         "team-bio",
         "guarantee-violation",
         Layer.KUEUE,
-        clear=("KD001", "KD102", "KD103", "KD201", "KD302", "KD401", "KD601", "KD701", "KD901", "KD902"),
+        clear=(*SUBMISSION, "KD102", "KD103", "KD201", "KD302", "KD401", "KD601", "KD701", "KD901", "KD902"),
         symptom_only=("KD301",),
         fired={"KD101": "guarantee-violation"},
         evidence=guarantee_evidence,

@@ -22,7 +22,11 @@ _MODULES: tuple[tuple[str, str], ...] = (
     ("kueuediag_checks.fair_sharing", "FairSharing"),
     ("kueuediag_checks.quota", "QuotaCheck"),
     ("kueuediag_checks.queue_position", "QueuePosition"),
-    ("kueuediag_checks.queue_configuration", "QueueConfiguration"),
+    ("kueuediag_checks.queue_existence", "QueueExistence"),
+    ("kueuediag_checks.queue_state", "QueueState"),
+    ("kueuediag_checks.namespace_selection", "NamespaceSelection"),
+    ("kueuediag_checks.resource_coverage", "ResourceCoverage"),
+    ("kueuediag_checks.workload_activation", "WorkloadActivation"),
     ("kueuediag_checks.admission_checks", "AdmissionChecks"),
 )
 

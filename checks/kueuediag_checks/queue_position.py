@@ -67,7 +67,7 @@ class QueuePosition(Check):
         if not cq_name or cq_name not in idx.cluster_queues:
             return []
         if not idx.cluster_queues[cq_name].active or idx.cluster_queues[cq_name].stop_policy != "None":
-            return []  # nothing is admitted from a stopped or inactive ClusterQueue: KD001's
+            return []  # nothing is admitted from a stopped or inactive ClusterQueue: KD003's
         entry = queue_entry(snapshot, cq_name, w)
         if entry is None or entry.position == 1:
             return []

@@ -60,7 +60,7 @@ class QuotaCheck(Check):
         other ClusterQueues of the cohort borrowing above their nominal quota. When the recomputation shows the
         workload fits now, Kueue's verdict is stale and quota is ruled out (the check stays clear); the queue
         order (KD601) or a guarantee violation (KD101) then explains the wait. Submission-layer messages
-        (LocalQueue/ClusterQueue missing, namespace selector, taints/affinity) belong to KD001.
+        (LocalQueue/ClusterQueue missing, namespace selector, taints/affinity) belong to KD001/KD003-KD005.
 
     Why the workload stays pending:
         Kueue admits a workload only when, for every requested resource, the chosen flavor has enough
@@ -122,7 +122,7 @@ class QuotaCheck(Check):
             lq.stop_policy == "None" and ("Active" not in lq.conditions or lq.conditions["Active"].true)
         )
         if not cq_view.active or cq_view.stop_policy != "None" or not lq_active:
-            return []  # a stopped or inactive queue holds everything: KD001's
+            return []  # a stopped or inactive queue holds everything: KD003's
         fit = workload_fit(snapshot, w, cq_name)
         qr = w.cond("QuotaReserved")
         if qr is None:
@@ -226,7 +226,7 @@ class QuotaCheck(Check):
             return "exceeds-max-quota"
         if pm.has("insufficient-unused-quota", "no-longer-fits", "overlapping-targets"):
             return "waiting-for-quota"
-        # submission layer (KD001), admission gates, PodsReady blocking, TAS placement: not quota
+        # submission layer (KD001, KD003-KD006), admission gates, PodsReady blocking, TAS placement: not quota
         return None
 
     # --- no condition at all --------------------------------------------------------------------------------

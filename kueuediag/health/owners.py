@@ -42,7 +42,7 @@ def ask_owner(sel: Selection, settings: Settings, code: str, snap: Snapshot, tar
     if check is None:
         return OwnerResult(not_checked=f"{code} is not selected")
     run = run_check(check, snap, target)
-    if run.outcome not in (Outcome.FIRED, Outcome.CLEAR):
+    if run.outcome in (Outcome.COULD_NOT_CHECK, Outcome.ERRORED):
         return OwnerResult(not_checked=f"{code} {run.outcome.value}: {run.reason}")
     kept = []
     for f in run.findings:

@@ -15,7 +15,7 @@ from kueuediag.analysis.quota import quota_tree
 from kueuediag.check import ev
 from kueuediag.config import Settings
 from kueuediag.engine import _override
-from kueuediag.health.catalog import Selection
+from kueuediag.health.catalog import BY_ID, Selection
 from kueuediag.health.model import CohortRow, Item, QueueRow, QuotaCell
 from kueuediag.health.owners import CLUSTER, ask_owner, target_for
 from kueuediag.health.scope import Scope
@@ -131,7 +131,7 @@ def fair_sharing_items(snap: Snapshot, scope: Scope, sel: Selection, settings: S
 def inactive_items(snap: Snapshot, scope: Scope, sel: Selection, settings: Settings) -> list[Item]:
     """Stopped or inactive ClusterQueues: every workload in them stays pending."""
     idx = kueue_index(snap)
-    owner = sel.owners.get("KD001")
+    owner = sel.owners.get(BY_ID["queue-inactive"].code)
     items = []
     for name in sorted(scope.cluster_queues):
         cq = idx.cluster_queues[name]

@@ -2,7 +2,7 @@
 victims still holding quota, gates not removed, node and controller health, known issues of the running version.
 
 Health picks the candidate objects (a cheap look at each Workload's status) and the owning check decides and
-words each finding: KD701 (admission checks, PodsReady backoff), KD001 (deactivated), KD401 (gates), KD901
+words each finding: KD701 (admission checks, PodsReady backoff), KD006 (deactivated), KD401 (gates), KD901
 (zombies, victims, nodes, controller — run once cluster-wide), KD902 (known issues).
 """
 
@@ -51,7 +51,7 @@ _WORKLOAD_CHECKS: tuple[tuple[str, str, tuple[str, ...], Callable[[Snapshot, Wor
     ("admission-checks", "KD701", ("admission-check-pending", "admission-check-rejected"),
      lambda s, w: _in_retry_or_pending(w), "no admission check Pending or in Retry"),
     ("podsready-backoff", "KD701", ("podsready-backoff",), _in_backoff, "no workload in PodsReady requeue backoff"),
-    ("deactivated", "KD001", ("deactivated",), lambda s, w: _deactivated(w), "no deactivated workload"),
+    ("deactivated", "KD006", ("deactivated",), lambda s, w: _deactivated(w), "no deactivated workload"),
     ("gates-not-removed", "KD401", ("gate-not-removed",), _gated,
      "no admitted workload with pods still gated by Kueue"),
 )

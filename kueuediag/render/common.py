@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueuediag.models import Evidence, Verdict
+from kueuediag.models import CheckRun, Evidence, Outcome, Verdict
 from kueuediag.timeutil import human_duration
 
 
@@ -67,3 +67,26 @@ def data_lines(data: dict[str, Any], limit: int = 12, already_shown: str = "") -
             else:
                 lines.append(str(row))
     return lines
+
+
+def run_note(run: CheckRun) -> str:
+    """One line that backs a run's outcome: the ruling-out evidence, the missing input, or the reason."""
+    if run.outcome is Outcome.FIRED:
+        causes = sorted({f.cause for f in run.findings} | {c.cause for c in run.contributions})
+        return ", ".join(causes)
+    if run.outcome is Outcome.RULED_OUT:
+        if run.evidence:
+            more = f" (+{len(run.evidence) - 1} more)" if len(run.evidence) > 1 else ""
+            return evidence_line(run.evidence[0]) + more
+        return run.reason or "no evidence given"
+    if run.outcome is Outcome.COULD_NOT_CHECK and run.input:
+        return f"{run.input}: {run.reason}"
+    return run.reason
+
+
+def confidence_line(v: Verdict) -> str:
+    """The verdict-level confidence, and what lowered it."""
+    text = f"verdict confidence {v.confidence.label}"
+    if v.unseen:
+        text += f" — could not see {len(v.unseen)} input(s) that bear on it"
+    return text

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from kueuediag import __version__
-from kueuediag.models import Finding, Verdict
+from kueuediag.models import Evidence, Finding, Verdict
 
 SCHEMA = "kueuediag/why/v1"
 
@@ -22,13 +22,19 @@ def _default(o: Any) -> Any:
     return str(o)
 
 
+def _evidence(e: Evidence) -> dict[str, Any]:
+    return {
+        "source": e.source,
+        "ref": e.ref.model_dump() if e.ref else None,
+        "field": e.field,
+        "observed": e.observed,
+        "expected": e.expected,
+    }
+
+
 def finding_dict(f: Finding, *, layer: str | None = None) -> dict[str, Any]:
     """One finding as `why -o json` prints it (also used by `health -o json`)."""
-    out: dict[str, Any] = {
-        "code": f.code,
-        "check": f.check,
-        "cause": f.cause,
-    }
+    out: dict[str, Any] = {"code": f.code, "check": f.check, "cause": f.cause}
     if layer is not None:
         out["layer"] = layer
     out.update({
@@ -37,19 +43,11 @@ def finding_dict(f: Finding, *, layer: str | None = None) -> dict[str, Any]:
         "aboutTarget": f.about_target,
         "title": f.title,
         "message": f.message,
-        "evidence": [
-            {
-                "source": e.source,
-                "ref": e.ref.model_dump() if e.ref else None,
-                "field": e.field,
-                "observed": e.observed,
-                "expected": e.expected,
-            }
-            for e in f.evidence
-        ],
+        "evidence": [_evidence(e) for e in f.evidence],
         "remediation": list(f.remediation),
         "docs": f.docs,
         "data": f.data,
+        "contributors": list(f.contributors),
     })
     return out
 
@@ -70,7 +68,8 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
             "pendingSeconds": w.pending_seconds,
             "priority": w.priority,
         },
-        "verdict": {"cause": v.cause, "layer": v.layer.value, "headline": v.headline},
+        "verdict": {"cause": v.cause, "layer": v.layer.value, "headline": v.headline,
+                    "confidence": v.confidence.label, "unseen": list(v.unseen)},
         "findings": [
             {"rank": r.rank, **finding_dict(r.finding, layer=r.layer.value)}
             for r in v.findings
@@ -80,8 +79,11 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
                 "code": run.code,
                 "check": run.check,
                 "family": run.family,
-                "outcome": run.outcome.value,
+                "outcome": run.outcome.v1,
+                "result": run.outcome.value,
                 "reason": run.reason,
+                "input": run.input,
+                "evidence": [_evidence(e) for e in run.evidence],
                 "durationMs": run.duration_ms,
             }
             for run in v.runs

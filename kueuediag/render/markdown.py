@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kueuediag.models import Outcome, Verdict
-from kueuediag.render.common import data_lines, evidence_line, workload_line
+from kueuediag.render.common import confidence_line, data_lines, evidence_line, run_note, workload_line
 
 
 def _esc(text: str) -> str:
@@ -12,14 +12,18 @@ def _esc(text: str) -> str:
 
 def render_markdown(v: Verdict) -> str:
     out = [f"## kueuediag verdict: `{v.cause}` ({v.layer.value} layer)", "", f"**{v.headline}**", "",
-           f"{workload_line(v)}  ", f"Snapshot time: {v.captured_at}", ""]
+           f"{workload_line(v)}  ", f"Snapshot time: {v.captured_at}  ", f"{confidence_line(v)}", ""]
+    out += [f"- could not see: {_esc(line)}" for line in v.unseen]
+    if v.unseen:
+        out.append("")
     if v.findings:
         out += ["### Findings (ranked)", ""]
         for r in v.findings:
             f = r.finding
             scope = "" if f.about_target else " _(cluster-wide)_"
+            more = f", with evidence from {', '.join(f.contributors)}" if f.contributors else ""
             out.append(f"{r.rank}. **{f.title}** — `{f.cause}`, {f.severity.label} severity, "
-                       f"{f.confidence.label} confidence ({f.code} {f.check}){scope}")
+                       f"{f.confidence.label} confidence ({f.code} {f.check}{more}){scope}")
             out.append(f"   {f.message}")
             for line in data_lines(f.data, already_shown=f.message):
                 out.append(f"   `{line}`")
@@ -30,13 +34,12 @@ def render_markdown(v: Verdict) -> str:
                 out.append("   - Fix:")
                 out += [f"     - {_esc(x)}" for x in f.remediation]
             out.append("")
-    out += ["### Recipe checks", "", "| code | check | outcome | note |", "|---|---|---|---|"]
+    out += ["### Recipe checks", "", "| code | check | outcome | evidence or reason |", "|---|---|---|---|"]
     for run in v.runs:
-        note = run.reason or (", ".join(sorted({f.cause for f in run.findings})) if run.findings else "ruled out")
-        out.append(f"| {run.code} | {run.check} | {run.outcome.value} | {_esc(note)} |")
-    skipped = [r for r in v.runs if r.outcome in (Outcome.SKIPPED, Outcome.ERRORED)]
-    if skipped or v.snapshot_errors:
+        out.append(f"| {run.code} | {run.check} | {run.outcome.label} | {_esc(run_note(run))} |")
+    not_checked = [r for r in v.runs if r.outcome in (Outcome.COULD_NOT_CHECK, Outcome.ERRORED)]
+    if not_checked or v.snapshot_errors:
         out += ["", "### Could not check", ""]
-        out += [f"- {r.code} {r.check}: {r.reason}" for r in skipped]
+        out += [f"- {r.code} {r.check} ({r.outcome.label}): {_esc(run_note(r))}" for r in not_checked]
         out += [f"- snapshot: {e}" for e in v.snapshot_errors]
     return "\n".join(out).rstrip() + "\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 
 from kueuediag.models import Outcome, Severity, Verdict
-from kueuediag.render.common import data_lines, evidence_line, workload_line
+from kueuediag.render.common import confidence_line, data_lines, evidence_line, run_note, workload_line
 
 _SEV_STYLE = {
     Severity.CRITICAL: "bold white on red",
@@ -38,6 +38,9 @@ def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None,
     head.append("\n" + workload_line(v), style="dim")
     if v.captured_at:
         head.append(f"\nsnapshot time {v.captured_at}", style="dim")
+    head.append("\n" + confidence_line(v), style="yellow" if v.unseen else "dim")
+    for gap in v.unseen:
+        head.append("\n  ? " + gap, style="yellow")
     console.print(Panel(head, title="kueuediag why", title_align="left", border_style=layer_style or "white"))
 
     target_findings = [r for r in v.findings if r.finding.about_target]
@@ -52,6 +55,8 @@ def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None,
             line.append(f"[{f.severity.label.upper()}]", style=_SEV_STYLE[f.severity])
             line.append(f" {f.title}", style="bold")
             line.append(f"  {f.cause} · {f.code} {f.check} · {f.confidence.label} confidence", style="dim")
+            if f.contributors:
+                line.append(f" · with evidence from {', '.join(f.contributors)}", style="dim")
             console.print(line)
             console.print(Text("   " + f.message))
             for dl in data_lines(f.data, already_shown=f.message):
@@ -65,20 +70,28 @@ def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None,
                 console.print(Text("   → ", style="green") + Text(fix))
             console.print()
 
-    clear = [r for r in v.runs if r.outcome is Outcome.CLEAR]
+    clear = v.runs_with(Outcome.RULED_OUT)
     if clear:
         console.print(Text("Ruled out", style="bold underline"))
         for run in clear:
-            console.print(Text(f"   ✓ {run.code} {run.check}" + (f" — {run.reason}" if run.reason else ""),
-                               style="green"))
-    not_checked = [r for r in v.runs if r.outcome in (Outcome.SKIPPED, Outcome.ERRORED)]
+            console.print(Text(f"   ✓ {run.code} {run.check}", style="green")
+                          + Text(f" — {run_note(run)}", style="dim"))
+            if verbose:
+                for e in run.evidence[1:]:
+                    console.print(Text("     • " + evidence_line(e), style="dim"))
+    not_applicable = v.runs_with(Outcome.NOT_APPLICABLE)
+    if not_applicable:
+        console.print(Text("Not applicable", style="bold underline"))
+        for run in not_applicable:
+            console.print(Text(f"   · {run.code} {run.check} — {run_note(run)}", style="dim"))
+    not_checked = [r for r in v.runs if r.outcome in (Outcome.COULD_NOT_CHECK, Outcome.ERRORED)]
     if not_checked or v.snapshot_errors:
         console.print(Text("Could not check", style="bold underline"))
         for run in not_checked:
             mark = "!" if run.outcome is Outcome.ERRORED else "-"
             style = "red" if run.outcome is Outcome.ERRORED else "yellow"
-            console.print(Text(f"   {mark} {run.code} {run.check} {run.outcome.value}: ", style=style)
-                          + Text(run.reason))
+            label = "errored" if run.outcome is Outcome.ERRORED else "could not check"
+            console.print(Text(f"   {mark} {run.code} {run.check} {label}: ", style=style) + Text(run_note(run)))
         for err in v.snapshot_errors:
             console.print(Text(f"   - not collected: {err}", style="yellow"))
     if verbose:

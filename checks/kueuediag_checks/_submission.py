@@ -1,0 +1,194 @@
+"""Shared presentation for the submission checks (KD001, KD003, KD004, KD005, KD006).
+
+These checks were one module (queue-configuration) until it grew eleven causes. They still quote the same
+QuotaReserved condition, print labels and selectors the same way, and fall back to Kueue's own message the
+same way when the queue objects are missing from the snapshot; that shared wording lives here so each check
+only decides its own causes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kueuediag.analysis.messages import PendingMessage, parse_pending_message
+from kueuediag.check import Check, ev
+from kueuediag.models import Confidence, Evidence, Finding
+from kueuediag.snapshot.k8s import Condition
+from kueuediag.snapshot.kueue import LocalQueueView, WorkloadView
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+GATED_BY = "kueue.x-k8s.io/admission-gated-by"
+STOPPED = ("Hold", "HoldAndDrain")
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A pending Workload with its QuotaReserved condition and the parsed message, if any."""
+
+    w: WorkloadView
+    qr: Condition | None
+    pm: PendingMessage | None
+
+
+def pending(w: WorkloadView | None) -> Pending | None:
+    """The pending context of a Workload, or None when it is absent, finished, or holds quota."""
+    if w is None or w.state != "pending":
+        return None
+    qr = w.cond("QuotaReserved")
+    pm = parse_pending_message(qr.message) if qr is not None and qr.false and qr.message else None
+    return Pending(w, qr, pm)
+
+
+def qr_evidence(w: WorkloadView, qr: Condition | None) -> list[Evidence]:
+    """The QuotaReserved=False condition quoted as corroboration (empty when there is none)."""
+    if qr is None or not qr.false or not qr.message:
+        return []
+    return [
+        ev(
+            "condition",
+            f"QuotaReserved=False ({qr.reason}): {qr.message}",
+            kind="Workload",
+            name=w.name,
+            namespace=w.namespace,
+            field="status.conditions[type=QuotaReserved]",
+        )
+    ]
+
+
+def labels_str(lbls: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in sorted(lbls.items())) + "}"
+
+
+def label_fix(selector: dict[str, Any] | None, namespace: str) -> str | None:
+    """A `kubectl label namespace` command that would make `selector` select `namespace` (None if unknown)."""
+    if not selector:
+        return None
+    wanted = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items() if k != "kubernetes.io/metadata.name"]
+    for e in selector.get("matchExpressions") or ():
+        if e.get("key") == "kubernetes.io/metadata.name":
+            continue
+        if e.get("operator") == "In" and e.get("values"):
+            wanted.append(f"{e.get('key')}={e['values'][0]}")
+        elif e.get("operator") == "Exists":
+            wanted.append(f"{e.get('key')}=true")
+    if not wanted:
+        return None
+    return f"`kubectl label namespace {namespace} {' '.join(wanted)}`"
+
+
+# kinds of message reason → (cause, title, remediation); {name} {ns} {resource} are filled in
+_FROM_MESSAGE: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
+    (
+        ("lq-stopped", "lq-inactive"),
+        "localqueue-stopped",
+        "LocalQueue {name} is stopped or inactive",
+        "`kubectl describe localqueue {name} -n {ns}`; if it is on hold: `kubectl patch localqueue {name} "
+        '-n {ns} --type merge -p \'{{"spec":{{"stopPolicy":"None"}}}}\'`.',
+    ),
+    (
+        ("cq-missing",),
+        "clusterqueue-missing",
+        "ClusterQueue {name} does not exist",
+        "`kubectl get clusterqueues`; create ClusterQueue {name} or recreate the LocalQueue pointing at an "
+        "existing one (spec.clusterQueue is immutable).",
+    ),
+    (
+        ("cq-inactive", "cq-stopped"),
+        "clusterqueue-inactive",
+        "ClusterQueue {name} is inactive",
+        "`kubectl describe clusterqueue {name}` and fix what its Active condition names (missing "
+        "ResourceFlavor/AdmissionCheck/Topology, or stopPolicy).",
+    ),
+    (
+        ("namespace-mismatch",),
+        "namespace-not-selected",
+        "namespace {ns} is not selected by the ClusterQueue",
+        "`kubectl get clusterqueue <cq> -o jsonpath='{{.spec.namespaceSelector}}'` and label namespace {ns} to "
+        "match, or set the selector to `{{}}`.",
+    ),
+    (
+        ("resource-unavailable",),
+        "resource-not-covered",
+        "requests {resource}, not covered by the ClusterQueue",
+        "Add {resource} to the ClusterQueue's coveredResources, drop it from the pod template, or exclude it "
+        "with resources.excludeResourcePrefixes.",
+    ),
+)
+
+
+def from_message(
+    check: Check,
+    p: Pending,
+    causes: tuple[str, ...],
+    missing_kind: str,
+    extra: list[Evidence] | None = None,
+) -> list[Finding]:
+    """Findings for `causes` that only the QuotaReserved message tells, when the queue objects are absent.
+
+    `missing_kind` is the object the snapshot lacks (LocalQueue or ClusterQueue): the finding says that it
+    rests on the condition alone, at medium confidence.
+    """
+    w, qr, pm = p.w, p.qr, p.pm
+    if pm is None or qr is None:
+        return []
+    cond_ev = [*qr_evidence(w, qr), *(extra or [])]
+    note = (
+        f" The {missing_kind} is not in this snapshot, so this comes from the Workload's QuotaReserved "
+        "condition alone (it may be stale)."
+    )
+    out: list[Finding] = []
+    for kinds, cause, title, fix in _FROM_MESSAGE:
+        if cause not in causes:
+            continue
+        reasons = pm.of(*kinds)
+        if not reasons:
+            continue
+        r = reasons[0]
+        values = {"name": r.name or "?", "ns": w.namespace, "resource": r.resource or "?"}
+        out.append(
+            check.finding(
+                cause,
+                title.format(**values),
+                f"Kueue reports `{r.text}`.{note}",
+                confidence=Confidence.MEDIUM,
+                evidence=cond_ev,
+                remediation=[fix.format(**values)],
+                data={"from": "message"},
+            )
+        )
+    flavor_reasons = pm.of("node-affinity", "untolerated-taint", "flavor-not-found")
+    if (
+        "no-matching-flavor" in causes
+        and flavor_reasons
+        and not pm.has("insufficient-unused-quota", "exceeds-max-quota")
+    ):
+        flavors = ", ".join(sorted({r.flavor or "?" for r in flavor_reasons}))
+        out.append(
+            check.finding(
+                "no-matching-flavor",
+                f"every flavor tried was excluded: {flavors}",
+                f"Kueue reports `{'; '.join(r.text for r in flavor_reasons)}`.{note}",
+                confidence=Confidence.MEDIUM,
+                evidence=cond_ev,
+                data={"from": "message"},
+            )
+        )
+    return out
+
+
+def lq_active_evidence(lq: LocalQueueView) -> list[Evidence]:
+    """The LocalQueue's Active=False condition, quoted (empty when it is active or unknown)."""
+    active = lq.conditions.get("Active")
+    if active is None or not active.false:
+        return []
+    return [
+        ev(
+            "condition",
+            f"Active={active.status} ({active.reason}): {active.message}",
+            kind="LocalQueue",
+            name=lq.name,
+            namespace=lq.namespace,
+            field="status.conditions[type=Active]",
+        )
+    ]

@@ -1,0 +1,331 @@
+"""KD003 queue-state: is the LocalQueue or ClusterQueue on the workload's route stopped or inactive?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kueuediag.analysis.messages import parse_cq_inactive_message
+from kueuediag.analysis.queue_route import collected, queue_route
+from kueuediag.check import Check, ev
+from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.snapshot.k8s import Condition, conditions, meta
+from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, LocalQueueView, WorkloadView, kueue_index
+from kueuediag.snapshot.model import Snapshot
+from kueuediag.target import Target
+from kueuediag_checks._submission import STOPPED, from_message, lq_active_evidence, pending, qr_evidence
+
+_PART_ORDER = ("stopped", "terminating", "missing-flavors", "missing-checks", "inactive-checks", "missing-topology")
+_INACTIVE_WORDS = {
+    "stopped": "is stopped",
+    "terminating": "is terminating",
+    "missing-flavors": "references missing ResourceFlavor(s)",
+    "missing-checks": "references missing AdmissionCheck(s)",
+    "inactive-checks": "references inactive AdmissionCheck(s)",
+    "missing-topology": "references missing Topology",
+}
+
+
+class QueueState(Check):
+    """Finds a stopped LocalQueue or an inactive ClusterQueue on the workload's route.
+
+    What it detects:
+        A LocalQueue with `spec.stopPolicy: Hold|HoldAndDrain` or `Active=False`; a ClusterQueue that is
+        inactive: stopped, terminating, referencing a missing ResourceFlavor, a missing or inactive
+        AdmissionCheck, or a missing Topology — also recomputed from the objects when the ClusterQueue has no
+        status yet. (Split out of the former `queue-configuration` check, KD001.)
+
+    Why the workload stays pending:
+        A stopped LocalQueue or an inactive ClusterQueue admits nothing: the workload controller writes
+        `LocalQueue <name> is stopped` or `ClusterQueue <name> is inactive` and the workload never reaches the
+        scheduler's quota evaluation. Nothing changes until someone resumes the queue or creates what it lacks.
+
+    Evidence:
+        LocalQueue `spec.stopPolicy` and `Active` condition; ClusterQueue `spec.stopPolicy`,
+        `metadata.deletionTimestamp`, `spec.resourceGroups[].flavors`, `spec.admissionChecksStrategy`, `Active`
+        condition; the ResourceFlavors, AdmissionChecks (and their `Active` conditions) and Topologies it
+        references. When the queue objects are missing from the snapshot, the QuotaReserved message alone
+        (medium confidence).
+
+    How to fix:
+        Set `stopPolicy: None` (or `kubectl kueue resume`), create the missing ResourceFlavor, AdmissionCheck or
+        Topology, or fix the AdmissionCheck's controller or parameters.
+
+    Example:
+        `ClusterQueue gpu-pool is inactive: references missing ResourceFlavor(s): a100 [clusterqueue-inactive]`
+    """
+
+    code = "KD003"
+    name = "queue-state"
+    requires = ()
+    default_severity = Severity.HIGH
+
+    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+        p = pending(target.workload)
+        if p is None:
+            return []
+        route = queue_route(snapshot, p.w, p.pm)
+        if route.state == "lq-unknown":
+            return from_message(self, p, ("localqueue-stopped", "clusterqueue-inactive"), "LocalQueue")
+        lq = route.lq
+        if lq is None:
+            return []
+        wl_ev = qr_evidence(p.w, p.qr)
+        out = self._lq_stopped(lq, p.w, wl_ev)
+        lq_ev = lq_active_evidence(lq)
+        if route.state == "cq-unknown":
+            return out + from_message(self, p, ("clusterqueue-inactive",), "ClusterQueue", lq_ev)
+        if route.cq is None:
+            return out
+        return out + self._cq_inactive(snapshot, kueue_index(snapshot), route.cq, lq_ev, wl_ev)
+
+    def _lq_stopped(self, lq: LocalQueueView, w: WorkloadView, wl_ev: list[Evidence]) -> list[Finding]:
+        active = lq.conditions.get("Active")
+        cond_stopped = (
+            active is not None
+            and active.false
+            and active.reason not in ("ClusterQueueDoesNotExist", "ClusterQueueIsInactive")
+        )
+        if lq.stop_policy not in STOPPED and not cond_stopped:
+            return []
+        evidence = []
+        if lq.stop_policy in STOPPED:
+            evidence.append(
+                ev(
+                    "object",
+                    f"spec.stopPolicy: {lq.stop_policy}",
+                    kind="LocalQueue",
+                    name=lq.name,
+                    namespace=lq.namespace,
+                    field="spec.stopPolicy",
+                    expected="None",
+                )
+            )
+        if active is not None and active.false:
+            evidence.append(
+                ev(
+                    "condition",
+                    f"Active=False ({active.reason}): {active.message}",
+                    kind="LocalQueue",
+                    name=lq.name,
+                    namespace=lq.namespace,
+                    field="status.conditions[type=Active]",
+                )
+            )
+        what = (
+            f"stopPolicy {lq.stop_policy}"
+            if lq.stop_policy in STOPPED
+            else f"Active=False, {active.reason if active else '?'}"
+        )
+        drain = " and evicts workloads it already admitted" if lq.stop_policy == "HoldAndDrain" else ""
+        return [
+            self.finding(
+                "localqueue-stopped",
+                f"LocalQueue {lq.name} is stopped ({what})",
+                f"LocalQueue {lq.namespace}/{lq.name} is stopped ({what}): it accepts no new admissions{drain}, so the "
+                f"workload is held (`LocalQueue {lq.name} is stopped`) until someone resumes the queue.",
+                evidence=[*evidence, *wl_ev],
+                remediation=[
+                    f"`kubectl patch localqueue {lq.name} -n {lq.namespace} --type merge -p "
+                    '\'{"spec":{"stopPolicy":"None"}}\'` (or `kubectl kueue resume localqueue '
+                    f"{lq.name} -n {lq.namespace}`) — check with the queue owner why it was stopped."
+                ],
+                data={"stop_policy": lq.stop_policy},
+            )
+        ]
+
+    def _cq_inactive(
+        self, snap: Snapshot, idx: KueueIndex, cq: ClusterQueueView, lq_ev: list[Evidence], wl_ev: list[Evidence]
+    ) -> list[Finding]:
+        active = cq.conditions.get("Active")
+        from_status = parse_cq_inactive_message(active.message) if active is not None and active.false else {}
+        parts: dict[str, list[str]] = {}
+        evidence: list[Evidence] = []
+        fixes: list[str] = []
+        if cq.stop_policy in STOPPED:
+            parts["stopped"] = [cq.stop_policy]
+            evidence.append(
+                ev(
+                    "object",
+                    f"spec.stopPolicy: {cq.stop_policy}",
+                    kind="ClusterQueue",
+                    name=cq.name,
+                    field="spec.stopPolicy",
+                    expected="None",
+                )
+            )
+            fixes.append(
+                f"`kubectl patch clusterqueue {cq.name} --type merge -p "
+                '\'{"spec":{"stopPolicy":"None"}}\'` (or `kubectl kueue resume clusterqueue '
+                f"{cq.name}`)."
+            )
+        if meta(cq.obj).get("deletionTimestamp"):
+            parts["terminating"] = []
+            evidence.append(
+                ev(
+                    "object",
+                    f"deletionTimestamp: {meta(cq.obj).get('deletionTimestamp')}",
+                    kind="ClusterQueue",
+                    name=cq.name,
+                    field="metadata.deletionTimestamp",
+                )
+            )
+            fixes.append(
+                "The ClusterQueue is being deleted (finalizer kueue.x-k8s.io/resource-in-use waits for "
+                "its workloads); recreate it or move the LocalQueue to another ClusterQueue."
+            )
+        if collected(snap, "ResourceFlavor", None):
+            missing = [f for f in dict.fromkeys(cq.flavor_names()) if f not in idx.flavors]
+            if missing:
+                parts["missing-flavors"] = missing
+                evidence.append(
+                    ev(
+                        "derived",
+                        f"ResourceFlavor(s) {', '.join(missing)} referenced in spec.resourceGroups do not exist",
+                        kind="ClusterQueue",
+                        name=cq.name,
+                        field="spec.resourceGroups[].flavors[].name",
+                        expected=f"existing flavors: {', '.join(sorted(idx.flavors)) or 'none'}",
+                    )
+                )
+                fixes.append(
+                    f"Create ResourceFlavor(s) {', '.join(missing)} (`kubectl kueue create resourceflavor "
+                    f"{missing[0]}` or `kubectl apply` a `kind: ResourceFlavor` manifest) or remove them "
+                    f"from ClusterQueue {cq.name} spec.resourceGroups."
+                )
+            tas_missing = [
+                (f, fv.topology_name)
+                for f in dict.fromkeys(cq.flavor_names())
+                if (fv := idx.flavors.get(f)) is not None
+                and fv.topology_name
+                and fv.topology_name not in idx.topologies
+                and collected(snap, "Topology", None)
+            ]
+            if tas_missing:
+                parts["missing-topology"] = [t for _, t in tas_missing if t]
+                for f, t in tas_missing:
+                    evidence.append(
+                        ev(
+                            "derived",
+                            f"TAS flavor {f} has spec.topologyName {t}, but Topology {t} does not exist",
+                            kind="ResourceFlavor",
+                            name=f,
+                            field="spec.topologyName",
+                        )
+                    )
+                fixes.append(
+                    f"Create Topology {tas_missing[0][1]} (spec.levels[].nodeLabel) or fix "
+                    f"spec.topologyName of ResourceFlavor {tas_missing[0][0]}."
+                )
+        checks = [name for name, _ in cq.admission_checks]
+        if checks and collected(snap, "AdmissionCheck", None):
+            missing_ac = [c for c in checks if c not in idx.admission_checks]
+            inactive_ac = []
+            for c in checks:
+                obj = idx.admission_checks.get(c)
+                if obj is not None:
+                    cond = _conds(obj).get("Active")
+                    if cond is not None and cond.false:
+                        inactive_ac.append(c)
+                        evidence.append(
+                            ev(
+                                "condition",
+                                f"Active=False ({cond.reason}): {cond.message}",
+                                kind="AdmissionCheck",
+                                name=c,
+                                field="status.conditions[type=Active]",
+                            )
+                        )
+            if missing_ac:
+                parts["missing-checks"] = missing_ac
+                evidence.append(
+                    ev(
+                        "derived",
+                        f"AdmissionCheck(s) {', '.join(missing_ac)} do not exist",
+                        kind="ClusterQueue",
+                        name=cq.name,
+                        field="spec.admissionChecksStrategy.admissionChecks",
+                    )
+                )
+                fixes.append(
+                    f"Create AdmissionCheck(s) {', '.join(missing_ac)} or remove them from ClusterQueue "
+                    f"{cq.name} spec.admissionChecksStrategy."
+                )
+            if inactive_ac:
+                parts["inactive-checks"] = inactive_ac
+                fixes.append(
+                    f"Fix AdmissionCheck(s) {', '.join(inactive_ac)}: their controller or parameters "
+                    "(e.g. the ProvisioningRequestConfig) are not ready."
+                )
+        recomputed = bool(parts)
+        status_false = active is not None and active.false
+        if not recomputed and not status_false:
+            return []
+        for k, v in from_status.items():
+            parts.setdefault(k, v)
+        parts = {k: parts[k] for k in _PART_ORDER if k in parts}
+        if status_false and active is not None:
+            evidence.insert(
+                0,
+                ev(
+                    "condition",
+                    f"Active=False ({active.reason}): {active.message}",
+                    kind="ClusterQueue",
+                    name=cq.name,
+                    field="status.conditions[type=Active]",
+                    expected="True",
+                ),
+            )
+        if status_false and not recomputed:
+            fixes.append(f"Fix what the Active condition names: `kubectl describe clusterqueue {cq.name}`.")
+        if active is None:
+            status_note = (
+                " The ClusterQueue has no status yet (Kueue has not reconciled it, or the controller is "
+                "down), so this was recomputed from the objects."
+            )
+            confidence = Confidence.HIGH
+        elif active.false:
+            status_note = ""
+            confidence = Confidence.HIGH
+        else:
+            status_note = (
+                " Its Active condition still says True: the status may be stale, or the snapshot lacks "
+                "the referenced objects."
+            )
+            confidence = Confidence.LOW
+        summary = "; ".join(
+            f"{_INACTIVE_WORDS.get(k, k)}{': ' + ', '.join(v) if v and k != 'stopped' else ''}"
+            + (f" ({v[0]})" if k == "stopped" and v else "")
+            for k, v in parts.items()
+        )
+        reason = active.reason if status_false and active is not None else _first_reason(parts)
+        return [
+            self.finding(
+                "clusterqueue-inactive",
+                f"ClusterQueue {cq.name} is inactive: {summary}",
+                f"ClusterQueue {cq.name} cannot admit new workloads ({reason}): {summary}. Every workload in it stays "
+                f"pending with `ClusterQueue {cq.name} is inactive`.{status_note}",
+                confidence=confidence,
+                evidence=[*evidence, *lq_ev, *wl_ev],
+                remediation=fixes,
+                data={"reason": reason, "parts": sorted(parts), "missing_flavors": parts.get("missing-flavors", [])},
+            )
+        ]
+
+
+# --- helpers -------------------------------------------------------------------------------------------------
+
+
+def _conds(obj: dict[str, Any]) -> dict[str, Condition]:
+    return conditions(obj)
+
+
+def _first_reason(parts: dict[str, list[str]]) -> str:
+    order = [
+        ("stopped", "Stopped"),
+        ("terminating", "Terminating"),
+        ("missing-flavors", "FlavorNotFound"),
+        ("missing-checks", "AdmissionCheckNotFound"),
+        ("inactive-checks", "AdmissionCheckInactive"),
+        ("missing-topology", "TopologyNotFound"),
+    ]
+    return next((r for k, r in order if k in parts), "Unknown")
