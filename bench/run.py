@@ -8,6 +8,7 @@ Measures, each as the best of --repeat runs in a fresh interpreter:
              with the GC off (kueuediag pauses the cyclic GC while it loads)
   why        `kueuediag why workload/<target> --from DIR -o json` end to end
   help       `kueuediag --help`
+  health     `kueuediag health --from DIR --all-pending -o jsonl` (every pending workload diagnosed)
 and the peak RSS of `why`. Targets: why ≤ 1.5 × parse; --help ≤ 0.3 s.
 """
 
@@ -61,6 +62,10 @@ def main() -> None:
                target["namespace"], "--from", str(snap), "-o", "json"]
     why_s, rss_kb = best(why_cmd, args.repeat)
     help_s, _ = best([sys.executable, "-m", "kueuediag", "--help"], max(args.repeat, 5))
+    health_cmd = [sys.executable, "-m", "kueuediag", "health", "--from", str(snap), "--all-pending", "-o", "jsonl",
+                  "--exit-zero"]
+    health_s, health_rss = best(health_cmd, 1)
+    lines = subprocess.run(health_cmd, capture_output=True, text=True).stdout.splitlines()
     proc = subprocess.run(why_cmd, capture_output=True, text=True)
     verdict = json.loads(proc.stdout)
     slowest = sorted(verdict["checks"], key=lambda c: -c.get("durationMs", 0))[:3]
@@ -72,6 +77,8 @@ def main() -> None:
     print(f"why peak RSS    {rss_kb / 1024:8.0f} MiB")
     print(f"--help          {help_s:8.3f} s   (target ≤ 0.300 s)")
     print(f"verdict         {verdict['verdict']['cause']}")
+    print(f"health --all-pending -o jsonl {health_s:8.2f} s   {len(lines)} pending workloads diagnosed "
+          f"({health_s / max(len(lines), 1) * 1000:.1f} ms each), peak RSS {health_rss / 1024:.0f} MiB")
     print("slowest checks  " + ", ".join(f"{c['code']} {c['durationMs']:.0f} ms" for c in slowest))
 
 

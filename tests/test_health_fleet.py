@@ -336,3 +336,24 @@ def test_jsonl_lines_are_why_documents() -> None:
         for c in doc["checks"]:
             c.pop("durationMs")
     assert first == alone
+
+
+def test_all_pending_on_the_benchmark_snapshot(tmp_path: Path) -> None:
+    """bench/generate_large.py --scale small: every pending workload is diagnosed, one `why` document each."""
+    import sys
+
+    from kueuediag.analysis.queue_order import is_pending
+    from kueuediag.snapshot.kueue import workloads
+
+    out = tmp_path / "bench"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "generate_large.py"), str(out), "--scale", "small"],
+                   check=True, capture_output=True)
+    code, text, err = run("health", "--from", str(out), "--all-pending", "-o", "jsonl", "--exit-zero")
+    assert code == 0, err
+    docs = [json.loads(x) for x in text.splitlines()]
+    snap = load_snapshot(str(out))
+    pending = {(w.namespace, w.name) for w in workloads(snap) if is_pending(w)}
+    assert len(pending) > 100
+    assert {(d["workload"]["namespace"], d["workload"]["name"]) for d in docs} == pending
+    assert len(docs) == len(pending)
+    assert all(d["schema"] == "kueuediag/why/v1" and d["verdict"]["cause"] for d in docs)

@@ -36,10 +36,11 @@ def build_app() -> typer.Typer:
     ) -> None:
         """kueuediag: diagnose pending Kueue workloads."""
 
-    from kueuediag.cli import checks_cmd, demo_cmd, explain_cmd, health_cmd, why_cmd
+    from kueuediag.cli import checks_cmd, demo_cmd, explain_cmd, health_cmd, rules_cmd, why_cmd
 
     why_cmd.register(app)
     health_cmd.register(app)
+    rules_cmd.register(app)
     demo_cmd.register(app)
     checks_cmd.register(app)
     explain_cmd.register(app)

@@ -8,14 +8,7 @@ import io
 from kueuediag.health.model import HealthReport
 from kueuediag.models import Severity
 from kueuediag.render.health_common import sections
-
-_SEV_STYLE = {
-    Severity.CRITICAL: "bold white on red",
-    Severity.HIGH: "bold red",
-    Severity.MEDIUM: "yellow",
-    Severity.LOW: "cyan",
-    Severity.INFO: "dim",
-}
+from kueuediag.render.terminal import _SEV_STYLE
 
 
 def render_health_terminal(report: HealthReport, *, gate: Severity | None = Severity.HIGH, color: bool = True,
