@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,14 +24,43 @@ from kueuediag.models import Severity
 ENV_PREFIX = "KUEUEDIAG_"
 
 
+FORMATS = ("terminal", "json", "markdown", "junit")
+"""the output formats (`-o`); `md` is accepted as an alias of markdown"""
+
+
 @dataclass
 class Settings:
+    """Every flag of `why`, `demo` and `snapshot`, settable in the config file and the environment too."""
+
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     severity: dict[str, Severity] = field(default_factory=dict)
     check_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     fail_on: Severity | None = None
     output: str = "terminal"
+    exit_zero: bool = False
+    color: bool | None = None
+    """None: decide from the terminal (TTY, TERM=dumb, NO_COLOR); False: `--no-color` / `color: false`"""
+    verbose: bool = False
+    quiet: bool = False
+    width: int | None = None
+    """terminal width; None: follow COLUMNS / the terminal"""
+    kubeconfig: str | None = None
+    context: str | None = None
+    as_user: str | None = None
+    """kubectl's `--as`: impersonate this user (config key `as`)"""
+    as_groups: list[str] = field(default_factory=list)
+    """kubectl's `--as-group` (config key `as_group`)"""
+    kueue_namespace: str = "kueue-system"
+    since: str | None = None
+    """how far back for logs and metrics; None: the command's default (why 2h, snapshot 6h)"""
+    timeout: float = 60.0
+    prometheus_url: str | None = None
+    prometheus_header: list[str] = field(default_factory=list)
+    prometheus_ca: str | None = None
+    prometheus_insecure: bool = False
+    redact_map: str | None = None
+    """a `snapshot --redact` mapping: `why` then accepts real names for a redacted snapshot"""
     source: list[str] = field(default_factory=list)
     """where settings came from, for --verbose"""
 
@@ -46,16 +75,110 @@ def _as_list(value: Any, key: str) -> list[str]:
     raise InputError(f"config {key}: expected a list of strings or a comma-separated string")
 
 
+def _as_bool(value: Any, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise InputError(f"config {key}: expected true or false, got {value!r}")
+
+
+def _as_str(value: Any, key: str) -> str:
+    if isinstance(value, (dict, list)):
+        raise InputError(f"config {key}: expected a string")
+    return str(value)
+
+
+def _as_float(value: Any, key: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"config {key}: expected a number, got {value!r}") from None
+    if number <= 0:
+        raise InputError(f"config {key}: must be positive, got {value!r}")
+    return number
+
+
+def _as_width(value: Any, key: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"config {key}: expected a number of columns, got {value!r}") from None
+    if number < 20:
+        raise InputError(f"config {key}: at least 20 columns, got {number}")
+    return number
+
+
+def _as_output(value: Any, key: str) -> str:
+    text = _as_str(value, key).strip().lower()
+    text = "markdown" if text == "md" else text
+    if text not in FORMATS:
+        raise InputError(f"unknown output format {value!r} (use {', '.join(FORMATS)})")
+    return text
+
+
+def _as_since(value: Any, key: str) -> str:
+    from kueuediag.timeutil import parse_duration
+
+    text = _as_str(value, key).strip()
+    parse_duration(text)  # validate early: a bad duration in a config file is the user's to fix
+    return text
+
+
+def _as_severity(value: Any, key: str) -> Severity:
+    try:
+        return Severity.parse(str(value))
+    except ValueError as exc:
+        raise InputError(f"{key}: {exc}") from None
+
+
+_Converter = Callable[[Any, str], Any]
+_SCALARS: dict[str, tuple[str, _Converter]] = {
+    # config key → (Settings attribute, converter). Keys use underscores; dashes are accepted too.
+    "select": ("select", _as_list),
+    "ignore": ("ignore", _as_list),
+    "fail_on": ("fail_on", _as_severity),
+    "output": ("output", _as_output),
+    "exit_zero": ("exit_zero", _as_bool),
+    "color": ("color", _as_bool),
+    "verbose": ("verbose", _as_bool),
+    "quiet": ("quiet", _as_bool),
+    "width": ("width", _as_width),
+    "kubeconfig": ("kubeconfig", _as_str),
+    "context": ("context", _as_str),
+    "as": ("as_user", _as_str),
+    "as_group": ("as_groups", _as_list),
+    "kueue_namespace": ("kueue_namespace", _as_str),
+    "since": ("since", _as_since),
+    "timeout": ("timeout", _as_float),
+    "prometheus_url": ("prometheus_url", _as_str),
+    "prometheus_header": ("prometheus_header", _as_list),
+    "prometheus_ca": ("prometheus_ca", _as_str),
+    "prometheus_insecure": ("prometheus_insecure", _as_bool),
+    "redact_map": ("redact_map", _as_str),
+}
+KNOWN_KEYS = frozenset({*_SCALARS, "severity", "checks", "no_color"})
+"""every setting a config file, a `KUEUEDIAG_*` variable or a flag can carry"""
+
+
+def _normalise(key: str) -> str:
+    return str(key).strip().lower().replace("-", "_")
+
+
 def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
-    known = {"select", "ignore", "severity", "checks", "fail_on", "fail-on", "output"}
-    unknown = set(data) - known
+    data = {_normalise(k): v for k, v in data.items()}
+    unknown = set(data) - KNOWN_KEYS
     if unknown:
         raise InputError(
-            f"{origin}: unknown setting(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
-    if "select" in data:
-        settings.select = _as_list(data["select"], "select")
-    if "ignore" in data:
-        settings.ignore = _as_list(data["ignore"], "ignore")
+            f"{origin}: unknown setting(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(KNOWN_KEYS))})")
+    for key, (attr, convert) in _SCALARS.items():
+        if key in data:
+            setattr(settings, attr, convert(data[key], f"{origin}: {key}"))
+    if "no_color" in data and _as_bool(data["no_color"], f"{origin}: no_color"):
+        settings.color = False
     if "severity" in data:
         sev = data["severity"]
         if isinstance(sev, str):
@@ -63,24 +186,13 @@ def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
         if not isinstance(sev, dict):
             raise InputError(f"{origin}: severity must map code/family to a severity")
         for key, value in sev.items():
-            try:
-                settings.severity[str(key)] = Severity.parse(str(value))
-            except ValueError as exc:
-                raise InputError(f"{origin}: severity {key}: {exc}") from None
+            settings.severity[str(key)] = _as_severity(value, f"{origin}: severity {key}")
     if "checks" in data:
         checks = data["checks"]
         if not isinstance(checks, dict) or not all(isinstance(v, dict) for v in checks.values()):
             raise InputError(f"{origin}: checks must map a code to a table of options")
         for code, opts in checks.items():
             settings.check_options.setdefault(str(code), {}).update(opts)
-    fail_on = data.get("fail_on", data.get("fail-on"))
-    if fail_on is not None:
-        try:
-            settings.fail_on = Severity.parse(str(fail_on))
-        except ValueError as exc:
-            raise InputError(f"{origin}: fail_on: {exc}") from None
-    if "output" in data:
-        settings.output = str(data["output"])
     settings.source.append(origin)
 
 
@@ -126,8 +238,7 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None,
         _apply(settings, found[1], str(found[0]))
     env = os.environ if env is None else env
     env_data = {k[len(ENV_PREFIX):].lower(): v for k, v in env.items()
-                if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX):].lower() in ("select", "ignore", "severity",
-                                                                               "fail_on", "output")}
+                if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX):].lower() in KNOWN_KEYS - {"checks"}}
     if env_data:
         _apply(settings, env_data, "environment")
     if flags:

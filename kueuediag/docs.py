@@ -68,6 +68,43 @@ def checks_index(classes: list[type[Check]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _on_off(value: bool | None) -> str:
+    return "-" if value is None else ("on" if value else "off")
+
+
+def versions_page() -> str:
+    """docs/versions.md: the version table (kueuediag/data/versions.yaml) as the user reads it."""
+    from kueuediag.analysis.versions import gate_defaults, table
+
+    t = table()
+    lines = ["# Kueue versions and the behaviour that changed", "",
+             "Generated from kueuediag/data/versions.yaml (`python -m kueuediag.docs`); do not edit by hand.",
+             "kueuediag reads the Kueue version from the snapshot manifest (`kueueVersion`), else the controller",
+             "image tag, else the `kueue_build_info` metric. Every behaviour below is looked up by that version; when",
+             "the version is unknown the findings that depend on it say so.", "",
+             "A release list such as `v0.14.0 / v0.13.5` means: the mainline release and the cherry-picks that",
+             "brought the change to later patches of an older release line.", "",
+             "## Behaviour", "", "| behaviour | since | before | after | refs |", "|---|---|---|---|---|"]
+    for b in t.behaviours.values():
+        gate = f" (gate `{b.gate}`)" if b.gate else ""
+        lines.append(f"| **{b.title}**{gate} `{b.id}` | {' / '.join(b.since)} | {b.before} | {b.after} | "
+                     f"{', '.join(b.refs) or '-'}; {b.source} |")
+    lines += ["", "## v1beta1 → v1beta2 field renames", "", "| kind | v1beta1 | v1beta2 |", "|---|---|---|"]
+    lines += [f"| {r.kind} | `{r.v1beta1}` | `{r.v1beta2}` |" for r in t.renames]
+    releases = [f"v0.{minor}.0" for minor in range(9, 20)]
+    lines += ["", "## Feature-gate defaults per release", "",
+              "`on`/`off`: the default; `-`: the gate does not exist in that release. Explicit `--feature-gates`",
+              "or `featureGates` in the Configuration override these.", "",
+              "| gate | " + " | ".join(r.removesuffix(".0") for r in releases) + " |",
+              "|---|" + "---|" * len(releases)]
+    per_release = {r: gate_defaults(r) for r in releases}
+    for gate in sorted(t.gates, key=str.lower):
+        cells = [_on_off(per_release[r].get(gate)) for r in releases]
+        if set(cells) != {"-"}:
+            lines.append(f"| {gate} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def generated_pages() -> dict[str, str]:
     """relative path under docs/ → content."""
     from kueuediag.registry import discover
@@ -76,6 +113,7 @@ def generated_pages() -> dict[str, str]:
     pages = {f"checks/{cls.code}.md": check_page(cls) for cls in classes}
     pages["checks/README.md"] = checks_index(classes)
     pages["causes.md"] = causes_index()
+    pages["versions.md"] = versions_page()
     return pages
 
 

@@ -16,9 +16,9 @@ from kueuediag.analysis.fair_sharing import (
     fair_sharing_config,
     fair_sharing_tree,
     kueue_amount,
-    kueue_version,
     share_rounding,
 )
+from kueuediag.analysis.installation import kueue_version
 from kueuediag.snapshot.model import Snapshot, load_snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 

@@ -7,18 +7,12 @@ from pathlib import Path
 from kueuediag.analysis.health import (
     config_changes,
     controller_pods,
-    feature_gates,
     last_spec_change,
-    parse_feature_gates,
     quota_holding_victims,
     zombie_pods,
 )
 from kueuediag.snapshot.model import load_snapshot
 from kueuediag.timeutil import format_rfc3339
-
-
-def test_parse_feature_gates() -> None:
-    assert parse_feature_gates("A=true, B=false,C=maybe,=true,D") == {"A": True, "B": False}
 
 
 def test_last_spec_change_ignores_status_writes() -> None:
@@ -52,19 +46,13 @@ def test_pods_within_grace_are_not_zombies(fixtures_dir: Path) -> None:
     victims = quota_holding_victims(snap)
     assert sorted(v.workload.name for v in victims) == ["batch-embed-a7c1", "batch-embed-b9d3"]
     assert all(not v.zombies and v.pod_integration and round(v.held_seconds or 0) == 718 for v in victims)
-    assert feature_gates(snap).enabled("FastQuotaReleaseInPodIntegration") is False
 
 
-def test_controller_pods_and_gates(fixtures_dir: Path) -> None:
+def test_controller_pods(fixtures_dir: Path) -> None:
     snap = load_snapshot(str(fixtures_dir / "snapshots" / "health-controller-crashloop"))
     pods = controller_pods(snap)
     assert [(p.name.rsplit("-", 1)[-1], p.healthy, p.waiting_reason, p.restarts) for p in pods] == [
         ("h7kqz", False, "CrashLoopBackOff", 14), ("w2r5c", False, "", 6)]
-    gates = feature_gates(snap)
-    assert gates.explicit == {"PrioritizePreemptorWorkloads": True}
-    assert gates.enabled("PrioritizePreemptorWorkloads") is True
-    assert gates.enabled("TopologyAwareScheduling") is True  # v0.19 default
-    assert gates.enabled("NoSuchGate") is None
 
 
 def test_config_changes_newest_first(fixtures_dir: Path) -> None:

@@ -9,7 +9,6 @@ from typing import Any
 from kueuediag.analysis.admission_rates import admission_rates, detect_trickle, nice_step, sparkline
 from kueuediag.analysis.preemption_victims import (
     blocked_heads,
-    feature_gates,
     parse_preempted_message,
     preemption_victims,
 )
@@ -62,24 +61,6 @@ def test_parse_preempted_message_v019_and_legacy() -> None:
 def _snap(objects: list[dict[str, Any]]) -> Snapshot:
     raw = RawSnapshot(source="t", manifest={"capturedAt": "2026-11-20T14:00:00Z"}, objects=objects)
     return Snapshot(raw, now=datetime(2026, 11, 20, 14, tzinfo=UTC))
-
-
-def test_feature_gates_from_args_and_config() -> None:
-    deploy: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment",
-              "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system"},
-              "spec": {"template": {"spec": {"containers": [{
-                  "name": "manager", "image": "registry.k8s.io/kueue/kueue:v0.17.1",
-                  "args": ["--config=/controller_manager_config.yaml",
-                           "--feature-gates=FastQuotaReleaseInPodIntegration=true,TopologyAwareScheduling=false"]}]}}}}
-    config: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
-              "data": {"controller_manager_config.yaml":
-                       "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
-                       "featureGates:\n  PrioritizePreemptorWorkloads: true\n"}}
-    gates = feature_gates(_snap([deploy, config]))
-    assert gates == {"FastQuotaReleaseInPodIntegration": True, "TopologyAwareScheduling": False,
-                     "PrioritizePreemptorWorkloads": True}
-    assert feature_gates(_snap([config | {"data": {}}])) == {}
 
 
 def test_victims_and_blocked_heads_in_the_zombie_fixture() -> None:

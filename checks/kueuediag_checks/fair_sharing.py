@@ -8,8 +8,6 @@ from typing import Any
 from kueuediag.analysis.fair_sharing import (
     DRS,
     MAX_INT64,
-    PRECISION_FIX,
-    RECLAMATION_FIX,
     FairShareTree,
     NodeKey,
     ShareRounding,
@@ -17,11 +15,10 @@ from kueuediag.analysis.fair_sharing import (
     fair_sharing_tree,
     fmt_amount,
     fmt_fraction,
-    kueue_version,
     share_rounding,
-    version_floor,
 )
-from kueuediag.analysis.signatures import fixed_version_for
+from kueuediag.analysis.installation import kueue_version, version_floor
+from kueuediag.analysis.versions import behaviour
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.model import Part, Snapshot
@@ -192,7 +189,7 @@ class FairSharing(Check):
         source = version.source + (f"; serves kueue.x-k8s.io/v1beta2, so >= {floor}" if floor else "")
         evidence.append(ev("manifest", f"Kueue {vtext} ({source}); weightedShare arithmetic: "
                            f"{rounding.value}", field="kueue version",
-                           expected=f">= {fixed_version_for(version.parsed, PRECISION_FIX)}"
+                           expected=f">= {behaviour('drs-precise').upgrade_to(version.parsed)}"
                            if version.parsed is not None else None))
         if cfg.enabled is not None:
             evidence.append(ev("object", cfg.source, field="fairSharing",
@@ -292,10 +289,11 @@ class FairSharing(Check):
     @staticmethod
     def _remediation(known_version: bool, vtext: str, a: _Anomaly) -> list[str]:
         kind, name = a.key
-        target = fixed_version_for(vtext, PRECISION_FIX) if known_version else "v0.14.0"
+        precise = behaviour("drs-precise")
+        target = precise.upgrade_to(vtext if known_version else None)
         steps = [
             f"Upgrade Kueue to {target} or later (the rounding fix #6925; #6617 in "
-            f"{', '.join(RECLAMATION_FIX)} already keeps borrowing queues at a share >= 1).",
+            f"{', '.join(behaviour('drs-reclamation-floor').since)} already keeps borrowing queues at a share >= 1).",
             f"Stop-gap: evict the borrowing {kind}'s workloads so the owner can reclaim its quota "
             f"(`kubectl get workloads -A -o wide | grep {name}`, then delete or deactivate the newest ones), "
             f"or lower its share rounding risk: `kubectl patch {kind.lower()} {name} --type merge -p "

@@ -6,23 +6,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from kueuediag.analysis.fair_sharing import fair_sharing_config, kueue_version
+from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.health import (
-    feature_gates,
     quota_holding_victims,
     shares_quota_with,
     victim_blocks,
     zombie_pods,
 )
+from kueuediag.analysis.installation import installation
 from kueuediag.analysis.signatures import (
     KNOWN_ISSUES,
     KnownIssue,
-    Version,
-    fixed_version_for,
-    parse_version,
-    satisfies,
     signature_hits,
 )
+from kueuediag.analysis.versions import Version, fixed_version_for, parse_version
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import format_quantity
@@ -97,7 +94,8 @@ class KnownIssues(Check):
     default_severity = Severity.HIGH
 
     def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
-        kv = kueue_version(snapshot)
+        inst = installation(snapshot)
+        kv = inst.version
         version = parse_version(kv.version)
         if version is None:
             return []
@@ -109,8 +107,8 @@ class KnownIssues(Check):
         for issue in KNOWN_ISSUES:
             if issue.id == "fair-sharing-rounding-precision" and "fair-sharing-rounding-zero" in fired:
                 continue  # the same family of bug: report the stronger fingerprint only
-            gate_on = bool(issue.mitigation_gate and feature_gates(snapshot).enabled(issue.mitigation_gate))
-            if issue.mitigation_gate and gate_on and satisfies(version, f">={issue.gate_since}"):
+            gate_on = bool(issue.mitigation_gate and inst.gates.enabled(issue.mitigation_gate))
+            if gate_on and issue.gate_available(version):
                 continue
             if not issue.affects(version):
                 continue
@@ -144,7 +142,7 @@ class KnownIssues(Check):
             fix = f"{issue.gate_since} with {issue.mitigation_gate}"
             title = (f"Kueue {shown}: {_lower_first(issue.title)} ({first_issue}); mitigated by "
                      f"{issue.mitigation_gate} (>= {issue.gate_since})")
-            if satisfies(ctx.version, f">={issue.gate_since}"):
+            if issue.gate_available(ctx.version):
                 upgrade = (f"Enable the feature gate: add --feature-gates={issue.mitigation_gate}=true to the "
                            f"kueue-controller-manager args (alpha, off by default; {issue.refs}).")
             else:

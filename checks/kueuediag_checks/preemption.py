@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from kueuediag.analysis.fair_sharing import kueue_version
+from kueuediag.analysis.installation import installation
 from kueuediag.analysis.preemption_victims import (
-    FAST_RELEASE_GATE,
-    FAST_RELEASE_SINCE,
-    ZOMBIE_FIX,
     BlockedHead,
     Victim,
     blocked_heads,
-    feature_gates,
     preemption_victims,
     victims_of,
 )
 from kueuediag.analysis.quota import quota_tree
-from kueuediag.analysis.signatures import fixed_version_for, is_fixed, satisfies
+from kueuediag.analysis.versions import behaviour
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.kueue import WorkloadView
@@ -133,9 +129,10 @@ class Preemption(Check):
         if zombie.pod.node:
             state = {True: "Ready", False: "NotReady", None: "unknown"}[zombie.node_ready]
             node_txt = f" on node {zombie.pod.node} ({state})"
-        found = kueue_version(snap)
-        version, v = found.version, found.parsed
-        fixed = v is not None and is_fixed(v, ZOMBIE_FIX)
+        inst = installation(snap)
+        version, v = inst.version.version, inst.version.parsed
+        zombie_fix = behaviour("pod-group-terminating-release")
+        fixed = bool(inst.has(zombie_fix.id))
         message = (
             f"Pod {zombie.pod.namespace}/{zombie.pod.name}{node_txt} was deleted but is still "
             f"{zombie.pod.phase} {human_duration(overdue)} after its deletionTimestamp (grace period "
@@ -176,8 +173,8 @@ class Preemption(Check):
                                "kubelet and container runtime (zombies come from dead kubelets or pods deleted "
                                "while pulling images).")
         if v is not None and not fixed:
-            remediation.append(f"Upgrade Kueue ({version}) to {fixed_version_for(v, ZOMBIE_FIX)} or later (PR #6872 in "
-                               "v0.14.0, cherry-picked to v0.13.5 and v0.12.10): pods past their grace period stop "
+            remediation.append(f"Upgrade Kueue ({version}) to {zombie_fix.upgrade_to(v)} or later (PR #6872 in "
+                               f"{' / '.join(zombie_fix.since)}): pods past their grace period stop "
                                "holding quota.")
         remediation.append("Alert on pods whose deletionTimestamp is past (zombie pods) so preemption completes "
                            "out of band of Kueue.")
@@ -205,11 +202,12 @@ class Preemption(Check):
         title = f"waiting for {n} preempted workload(s) whose pods take {grace}s to terminate{hook}"
         if left is not None:
             title += f"; quota frees in ~{human_duration(left)}"
-        found = kueue_version(snap)
-        version, v = found.version, found.parsed
-        gates = feature_gates(snap)
-        gate_on = gates.get(FAST_RELEASE_GATE)
-        has_gate = v is not None and satisfies(v, f">={FAST_RELEASE_SINCE}")
+        inst = installation(snap)
+        version = inst.version.version
+        fast = behaviour("fast-quota-release-gate")
+        gate = fast.gate or "FastQuotaReleaseInPodIntegration"
+        gate_on = inst.gates.explicit.get(gate)
+        has_gate = bool(inst.has(fast.id))
         names = ", ".join(x.workload.ref() for x in slow[:4]) + (" …" if len(slow) > 4 else "")
         message = (
             f"Kueue preempted {names} to make room for this workload, but a victim keeps its quota until its "
@@ -225,7 +223,7 @@ class Preemption(Check):
                         "pod counts as active through its whole grace period, so preemptions in the ClusterQueue "
                         f"are serialised — one reclaimed slot every ~{human_duration(grace)}.")
             if gate_on:
-                message += f" {FAST_RELEASE_GATE} is enabled, yet the victims still hold quota."
+                message += f" {gate} is enabled, yet the victims still hold quota."
         message += " This workload stays at the head of its ClusterQueue until then."
         evidence = [cond_ev]
         for victim in slow[:4]:
@@ -246,12 +244,12 @@ class Preemption(Check):
         ]
         if pod_int and not gate_on:
             if has_gate:
-                remediation.append(f"Enable the {FAST_RELEASE_GATE} feature gate (alpha, Kueue >= v0.17.0): "
-                                   f"`--feature-gates={FAST_RELEASE_GATE}=true` on kueue-controller-manager — quota "
+                remediation.append(f"Enable the {gate} feature gate (alpha, Kueue >= {fast.first}): "
+                                   f"`--feature-gates={gate}=true` on kueue-controller-manager — quota "
                                    "is released as soon as all victim pods are terminating.")
             else:
-                remediation.append(f"Upgrade Kueue ({version or 'version unknown'}) to >= {FAST_RELEASE_SINCE} and "
-                                   f"enable the {FAST_RELEASE_GATE} feature gate so quota is released as soon as "
+                remediation.append(f"Upgrade Kueue ({version or 'version unknown'}) to >= {fast.first} and "
+                                   f"enable the {gate} feature gate so quota is released as soon as "
                                    "all victim pods are terminating.")
         pods = " ".join(p.pod.name for x in slow for p in x.terminating_pods[:3])
         ns = slow[0].workload.namespace

@@ -7,7 +7,6 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from kueuediag.analysis.fair_sharing import kueue_version
 from kueuediag.analysis.health import (
     Change,
     ControllerPod,
@@ -16,7 +15,6 @@ from kueuediag.analysis.health import (
     config_changes,
     controller_deployment,
     controller_pods,
-    feature_gates,
     shares_quota_with,
     tree_of,
     victim_blocks,
@@ -25,6 +23,7 @@ from kueuediag.analysis.health import (
 from kueuediag.analysis.health import (
     quota_holding_victims as victims_of,
 )
+from kueuediag.analysis.installation import installation
 from kueuediag.check import Check, ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import NodeView, meta
@@ -113,9 +112,9 @@ class SystemHealth(Check):
         findings += self._changes(ctx)
         if not findings:
             return []
-        version = kueue_version(snapshot)
-        extra = {"kueueVersion": version.version, "kueueVersionSource": version.source,
-                 "featureGates": feature_gates(snapshot).describe()}
+        inst = installation(snapshot)
+        extra = {"kueueVersion": inst.version.version, "kueueVersionSource": inst.version.source,
+                 "featureGates": inst.gates.describe()}
         return [f.model_copy(update={"data": {**f.data, **extra}}) for f in findings]
 
     # --- zombies -------------------------------------------------------------------------------------------

@@ -32,11 +32,9 @@ from typing import Any
 
 from kueuediag.analysis.kueue_config import CONFIG_KEY, kueue_config
 from kueuediag.analysis.quota import workload_usage_by_cq
-from kueuediag.analysis.signatures import Version, is_fixed, parse_version
+from kueuediag.analysis.versions import Version, has_behaviour
 from kueuediag.quantity import ZERO
-from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.kueue import ClusterQueueView, CohortView, FlavorResource, kueue_index
-from kueuediag.snapshot.metrics import metric_store
 from kueuediag.snapshot.model import Snapshot
 
 MAX_INT64 = 9223372036854775807
@@ -363,67 +361,17 @@ class FairShareTree:
 
 # --- versions ----------------------------------------------------------------------------------------------
 
-RECLAMATION_FIX = ("v0.14.0", "v0.13.3", "v0.12.8")
-"""PR #6617 (any borrowing node gets a share >= 1) and its cherry-picks #6620, #6619"""
-PRECISION_FIX = ("v0.14.0", "v0.13.5")
-"""PR #6925 (float DRS, ceil in status) and its cherry-pick #6994"""
-
 
 def share_rounding(version: str | Version | None) -> ShareRounding:
-    """Which arithmetic a Kueue release uses for weightedShare (kueue-facts §4.1)."""
-    v = version if isinstance(version, Version) or version is None else parse_version(version)
-    if v is None:
+    """Which arithmetic a Kueue release uses for weightedShare (kueue-facts §4.1; version table rows
+    ``drs-precise`` and ``drs-reclamation-floor``)."""
+    if has_behaviour(version, "drs-precise") is None:
         return ShareRounding.UNKNOWN
-    if is_fixed(v, PRECISION_FIX):
+    if has_behaviour(version, "drs-precise"):
         return ShareRounding.PRECISE
-    if is_fixed(v, RECLAMATION_FIX):
+    if has_behaviour(version, "drs-reclamation-floor"):
         return ShareRounding.INTEGER_MIN1
     return ShareRounding.INTEGER
-
-
-@dataclass(frozen=True)
-class KueueVersion:
-    version: str | None
-    source: str
-    """manifest.json kueueVersion | the controller Deployment/Pod image | kueue_build_info"""
-
-    @property
-    def parsed(self) -> Version | None:
-        return parse_version(self.version)
-
-
-def kueue_version(snap: Snapshot) -> KueueVersion:
-    """The Kueue version: the snapshot manifest, else the controller image tag, else kueue_build_info."""
-
-    def find() -> KueueVersion:
-        if snap.manifest.kueue_version and parse_version(snap.manifest.kueue_version):
-            return KueueVersion(snap.manifest.kueue_version, "manifest.json kueueVersion")
-        for kind in ("Deployment", "Pod"):
-            for obj in snap.of_kind(kind):
-                m = meta(obj)
-                spec = obj.get("spec") or {}
-                if kind == "Deployment":
-                    spec = ((spec.get("template") or {}).get("spec")) or {}
-                for c in spec.get("containers") or ():
-                    image = str(c.get("image") or "")
-                    repo, _, tag = image.split("@", 1)[0].rpartition(":")
-                    if repo.endswith("/kueue") and parse_version(tag):
-                        return KueueVersion(tag, f"{kind} {m.get('namespace')}/{m.get('name')} image {image}")
-        for series in metric_store(snap).select("kueue_build_info"):
-            git_version = series.label("git_version")
-            if parse_version(git_version):
-                return KueueVersion(git_version, f"metric {series.selector()}")
-        return KueueVersion(None, "unknown")
-
-    return snap.memo("kueue-version", find)
-
-
-def version_floor(snap: Snapshot) -> str | None:
-    """A lower bound on the Kueue version from the served API: kueue.x-k8s.io/v1beta2 exists since v0.15.0."""
-    for kind in ("ClusterQueue", "Cohort", "Workload", "LocalQueue", "ResourceFlavor"):
-        if any(str(o.get("apiVersion", "")).endswith("kueue.x-k8s.io/v1beta2") for o in snap.of_kind(kind)):
-            return "v0.15.0"
-    return None
 
 
 # --- is fair sharing enabled? ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ KD902 (known-issues) both read them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,7 +24,7 @@ from kueuediag.snapshot.kueue import (
     workload_pods,
     workloads,
 )
-from kueuediag.snapshot.logs import container_args, controller_objects, flag_value, manager_container
+from kueuediag.snapshot.logs import container_args, controller_objects, manager_container
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.timeutil import parse_time_lenient
 
@@ -267,88 +267,6 @@ def controller_pods(snap: Snapshot) -> list[ControllerPod]:
 def controller_deployment(snap: Snapshot) -> dict[str, Any] | None:
     deps = [o for o in controller_objects(snap) if o.get("kind") == "Deployment"]
     return deps[0] if deps else None
-
-
-# --- feature gates -----------------------------------------------------------------------------------------
-
-GATE_DEFAULTS_V0_19: dict[str, bool] = {
-    # kueue-facts §14 / §8 (pkg/features/kube_features.go at v0.19.2)
-    "TopologyAwareScheduling": True,
-    "PartialAdmission": True,
-    "VisibilityOnDemand": True,
-    "LocalQueueMetrics": True,
-    "AdmissionFairSharing": True,
-    "MultiKueue": True,
-    "ElasticJobsViaWorkloadSlices": True,
-    "SchedulingEquivalenceHashing": True,
-    "QuotaCheckStrategy": True,
-    "AdmissionGatedBy": True,
-    "FairSharingPrioritizeNonBorrowing": True,
-    "FairSharingPreemptWithinNominal": True,
-    "PrioritySortingWithinCohort": True,
-    "UnadmittedWorkloadsObservability": False,
-    "UnadmittedWorkloadsExplicitStatus": False,
-    "FastQuotaReleaseInPodIntegration": False,
-    "PrioritizePreemptorWorkloads": False,
-    "RecomputeAssignmentUponPreemptionTargetsOverlap": False,
-    "FailureRecoveryPolicy": False,
-    "DisableWaitForPodsReady": False,
-}
-
-
-@dataclass(frozen=True)
-class FeatureGates:
-    explicit: dict[str, bool] = field(default_factory=dict)
-    """gates set by `--feature-gates` on the manager container or `featureGates` in the Configuration"""
-    sources: dict[str, str] = field(default_factory=dict)
-    """gate → where it was set"""
-
-    def enabled(self, gate: str) -> bool | None:
-        """Explicit value, else the v0.19 default (None for a gate kueuediag does not know)."""
-        if gate in self.explicit:
-            return self.explicit[gate]
-        return GATE_DEFAULTS_V0_19.get(gate)
-
-    def describe(self) -> str:
-        if not self.explicit:
-            return "defaults (no --feature-gates, no featureGates in the Configuration)"
-        return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(self.explicit.items()))
-
-
-def parse_feature_gates(text: str) -> dict[str, bool]:
-    """``A=true,B=false`` → {A: True, B: False} (junk entries are skipped)."""
-    out: dict[str, bool] = {}
-    for part in text.split(","):
-        name, sep, value = part.strip().partition("=")
-        if sep and name and value.strip().lower() in ("true", "false"):
-            out[name.strip()] = value.strip().lower() == "true"
-    return out
-
-
-def feature_gates(snap: Snapshot) -> FeatureGates:
-    def build() -> FeatureGates:
-        explicit: dict[str, bool] = {}
-        sources: dict[str, str] = {}
-        cfg = kueue_config(snap)
-        raw_gates = cfg.raw.get("featureGates")
-        if isinstance(raw_gates, dict):
-            for k, v in raw_gates.items():
-                if isinstance(v, bool):
-                    explicit[str(k)] = v
-                    sources[str(k)] = f"{cfg.source} featureGates"
-        for obj in controller_objects(snap):
-            c = manager_container(obj)
-            value = flag_value(container_args(c), "--feature-gates") if c else None
-            if value:
-                m = meta(obj)
-                where = f"{obj.get('kind')}/{m.get('namespace')}/{m.get('name')} --feature-gates"
-                for k, v in parse_feature_gates(value).items():
-                    explicit[k] = v
-                    sources[k] = where
-                break
-        return FeatureGates(explicit, sources)
-
-    return snap.memo("health-feature-gates", build)
 
 
 # --- configuration changes ---------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ Kueue reads its `Configuration` from the ConfigMap `kueue-manager-config` (key `
 in its own namespace. Only the fields a "why pending" diagnosis needs are normalised here, with Kueue's
 defaults when a field (or the whole ConfigMap) is absent: `integrations.frameworks` defaults to `batch/job`,
 `managedJobsNamespaceSelector` to `kubernetes.io/metadata.name NotIn [kube-system, <kueue namespace>]`,
-`manageJobsWithoutQueueName` to false, `waitForPodsReady` (enabled by default since v0.19) to a 30m timeout
-without blockAdmission.
+`manageJobsWithoutQueueName` to false, `waitForPodsReady` to a 30m timeout without blockAdmission (whether it
+is on without configuration depends on the release: see :mod:`kueuediag.analysis.installation`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ FRAMEWORKS: dict[tuple[str, str], str] = {
 
 @dataclass(frozen=True)
 class WaitForPodsReady:
-    enabled: bool
+    enabled: bool | None
+    """what the Configuration says (`enable` in v1beta1, the section's presence otherwise); None when it says
+    nothing — then the release decides: :meth:`kueuediag.analysis.installation.Installation.wait_for_pods_ready`"""
     block_admission: bool
     timeout: str
     backoff_limit_count: int | None
@@ -160,8 +162,8 @@ def _load(snap: Snapshot) -> KueueConfig:
 def _wait_for_pods_ready(raw: dict[str, Any]) -> WaitForPodsReady:
     wfpr = _dict(raw.get("waitForPodsReady"))
     strategy = _dict(wfpr.get("requeuingStrategy"))
-    # v1beta1 configs carry `enable`; since v0.19 waitForPodsReady is on by default.
-    enabled = bool(wfpr.get("enable", True))
+    # v1beta1 configs carry `enable`; a v1beta2 section means on; no section: the release's default decides.
+    enabled = bool(wfpr.get("enable", True)) if "waitForPodsReady" in raw else None
     limit = strategy.get("backoffLimitCount")
     return WaitForPodsReady(
         enabled=enabled,

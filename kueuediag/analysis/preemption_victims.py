@@ -32,10 +32,6 @@ from kueuediag.snapshot.kueue import (
 from kueuediag.snapshot.model import Snapshot
 
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
-FAST_RELEASE_GATE = "FastQuotaReleaseInPodIntegration"
-FAST_RELEASE_SINCE = "v0.17.0"
-ZOMBIE_FIX = ("v0.14.0", "v0.13.5", "v0.12.10")
-"""PR #6872 and its cherry-picks: pods stuck terminating past their grace period stop holding quota."""
 
 _PREEMPTED = re.compile(
     r"Preempted to accommodate a workload \(UID: (?P<uid>[^,)\s]+)(?:, JobUID: (?P<job>[^)]*))?\)"
@@ -225,23 +221,11 @@ def blocked_heads(snap: Snapshot) -> list[BlockedHead]:
     return snap.memo("preemption-blocked-heads", build)
 
 
-def feature_gates(snap: Snapshot) -> dict[str, bool]:
-    """Feature gates set explicitly on the Kueue manager (`--feature-gates` and the Configuration's
-    `featureGates`); one reader for the whole tool: :func:`kueuediag.analysis.health.feature_gates`."""
-    from kueuediag.analysis.health import feature_gates as manager_gates
-
-    return dict(manager_gates(snap).explicit)
-
-
 __all__ = [
     "BlockedHead",
-    "FAST_RELEASE_GATE",
-    "FAST_RELEASE_SINCE",
     "Victim",
     "VictimPod",
-    "ZOMBIE_FIX",
     "blocked_heads",
-    "feature_gates",
     "parse_preempted_message",
     "preemption_victims",
     "victims_of",

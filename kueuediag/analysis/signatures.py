@@ -18,114 +18,19 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import total_ordering
 
+from kueuediag.analysis.versions import (  # noqa: F401 - the semver helpers used to live here
+    Version,
+    behaviour,
+    fixed_version_for,
+    has_behaviour,
+    is_fixed,
+    parse_version,
+    satisfies,
+)
 from kueuediag.models import Severity
 from kueuediag.snapshot.logs import LogLine, log_lines
 from kueuediag.snapshot.model import Snapshot
-
-# --- semver ------------------------------------------------------------------------------------------------
-
-_VERSION = re.compile(
-    r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-(?P<pre>[0-9A-Za-z.-]+?))?(?:\+[0-9A-Za-z.-]+)?\s*$"
-)
-_DESCRIBE = re.compile(r"-\d+-g[0-9a-f]{6,40}(?:-dirty)?$")
-
-
-@total_ordering
-@dataclass(frozen=True)
-class Version:
-    major: int
-    minor: int
-    patch: int
-    pre: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        return f"v{self.major}.{self.minor}.{self.patch}" + (f"-{'.'.join(self.pre)}" if self.pre else "")
-
-    @property
-    def line(self) -> tuple[int, int]:
-        """The release line (``(0, 13)`` for v0.13.x)."""
-        return self.major, self.minor
-
-    def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
-        pre = tuple((0, int(p)) if p.isdigit() else (1, p) for p in self.pre)
-        # a release sorts after all its pre-releases
-        return self.major, self.minor, self.patch, 0 if self.pre else 1, pre
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Version):
-            return NotImplemented
-        return self._key() < other._key()
-
-
-def parse_version(text: str | None) -> Version | None:
-    """``v0.13.2`` → Version(0, 13, 2); None for junk (image digests, ``latest``)."""
-    if not text:
-        return None
-    t = _DESCRIBE.sub("", text.strip())
-    m = _VERSION.match(t)
-    if not m:
-        return None
-    pre = tuple(m.group("pre").split(".")) if m.group("pre") else ()
-    return Version(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), pre)
-
-
-_COMPARATOR = re.compile(r"^\s*(>=|<=|>|<|==|=|!=)?\s*(\S+)\s*$")
-
-
-def satisfies(version: str | Version, spec: str) -> bool:
-    """``satisfies("v0.13.4", ">=v0.13.0, <v0.13.5")`` — comma-separated comparators, all must hold.
-
-    Raises ValueError on an unparsable spec (a bug in our data, not in the user's input).
-    """
-    v = version if isinstance(version, Version) else parse_version(version)
-    if v is None:
-        raise ValueError(f"not a version: {version!r}")
-    for part in spec.split(","):
-        if not part.strip():
-            continue
-        m = _COMPARATOR.match(part)
-        bound = parse_version(m.group(2)) if m else None
-        if m is None or bound is None:
-            raise ValueError(f"bad version constraint {part!r}")
-        op = m.group(1) or "=="
-        ok = {
-            ">=": v >= bound, "<=": v <= bound, ">": v > bound, "<": v < bound,
-            "==": v == bound, "=": v == bound, "!=": v != bound,
-        }[op]
-        if not ok:
-            return False
-    return True
-
-
-def is_fixed(version: str | Version, fixed_in: Sequence[str]) -> bool:
-    """Whether `version` contains a fix released in `fixed_in` (the mainline release and its cherry-picks).
-
-    The highest entry is the mainline release: every version at or above it is fixed. A lower entry is a
-    cherry-pick: it fixes only later patches of its own release line (v0.13.5 fixes v0.13.6, not v0.12.9).
-    """
-    v = version if isinstance(version, Version) else parse_version(version)
-    if v is None:
-        raise ValueError(f"not a version: {version!r}")
-    fixes = sorted(f for f in (parse_version(x) for x in fixed_in) if f is not None)
-    if not fixes:
-        return False
-    if v >= fixes[-1]:
-        return True
-    return any(v.line == f.line and v >= f for f in fixes[:-1])
-
-
-def fixed_version_for(version: str | Version, fixed_in: Sequence[str]) -> str:
-    """The release to upgrade to: the cherry-pick on the same line if any, else the mainline release."""
-    v = version if isinstance(version, Version) else parse_version(version)
-    fixes = sorted(f for f in (parse_version(x) for x in fixed_in) if f is not None)
-    if v is not None:
-        for f in fixes:
-            if f.line == v.line:
-                return str(f)
-    return str(fixes[-1]) if fixes else "?"
-
 
 # --- log signatures ---------------------------------------------------------------------------------------
 
@@ -449,11 +354,12 @@ def signature_hits(snap: Snapshot) -> list[SignatureHit]:
 
 @dataclass(frozen=True)
 class KnownIssue:
-    """An upstream Kueue bug a snapshot can show, with the releases that fixed it.
+    """An upstream Kueue bug a snapshot can show, with the version-table row that fixes or mitigates it.
 
     `condition` names the detector KD902 runs over the snapshot's objects; `signatures` are log signatures
-    that corroborate it. `fixed_in` lists the mainline release first-class and its cherry-picks
-    (see :func:`is_fixed`); empty when only a feature gate mitigates it.
+    that corroborate it. `fixed_by` names the row of ``data/versions.yaml`` whose `since` releases contain
+    the fix (the mainline release and its cherry-picks, see :func:`is_fixed`); `mitigated_by` names a row
+    whose feature gate only mitigates it. Versions are never written here: the table owns them.
     """
 
     id: str
@@ -461,23 +367,36 @@ class KnownIssue:
     meaning: str
     issues: tuple[str, ...]
     prs: tuple[str, ...]
-    fixed_in: tuple[str, ...]
     condition: str
+    fixed_by: str | None = None
+    mitigated_by: str | None = None
     signatures: tuple[str, ...] = ()
-    introduced: str | None = None
-    """first affected release when known (None: as old as the feature)"""
-    mitigation_gate: str | None = None
-    gate_since: str | None = None
     changelog: str = ""
+
+    @property
+    def fixed_in(self) -> tuple[str, ...]:
+        """The releases that contain the fix (empty when only a feature gate mitigates the bug)."""
+        return behaviour(self.fixed_by).since if self.fixed_by else ()
+
+    @property
+    def mitigation_gate(self) -> str | None:
+        return behaviour(self.mitigated_by).gate if self.mitigated_by else None
+
+    @property
+    def gate_since(self) -> str | None:
+        """The first release that has the mitigating feature gate."""
+        return behaviour(self.mitigated_by).first if self.mitigated_by else None
+
+    def gate_available(self, version: str | Version) -> bool:
+        """Whether `version` has the mitigating feature gate at all."""
+        return bool(self.mitigated_by and has_behaviour(version, self.mitigated_by))
 
     def affects(self, version: str | Version) -> bool:
         v = version if isinstance(version, Version) else parse_version(version)
         if v is None:
             return False
-        if self.introduced is not None and not satisfies(v, f">={self.introduced}"):
-            return False
-        if self.fixed_in:
-            return not is_fixed(v, self.fixed_in)
+        if self.fixed_by:
+            return not bool(has_behaviour(v, self.fixed_by))
         return True
 
     @property
@@ -492,7 +411,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         "weights a borrowing ClusterQueue got weightedShare 0, looked like it was not borrowing, could not "
         "be chosen for fair-sharing preemption, and a ClusterQueue owning the guarantee could not reclaim it "
         "(`Workload requires preemption, but there are no candidate workloads allowed for preemption`).",
-        issues=("#6577",), prs=("#6617", "#6620", "#6619"), fixed_in=("v0.14.0", "v0.13.3", "v0.12.8"),
+        issues=("#6577",), prs=("#6617", "#6620", "#6619"), fixed_by="drs-reclamation-floor",
         condition="borrowing-cq-zero-share", signatures=("no-preemption-candidates",),
         changelog="Fix fairsharing reclamation bug",
     ),
@@ -501,7 +420,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         "Before v0.14.0 / v0.13.5 shares were compared after rounding: with large quotas or high FairSharing "
         "weights the order of ClusterQueues in tournaments and preemption was wrong (and weight 0 could loop "
         "preemption).",
-        issues=("#6774",), prs=("#6925", "#6994"), fixed_in=("v0.14.0", "v0.13.5"),
+        issues=("#6774",), prs=("#6925", "#6994"), fixed_by="drs-precise",
         condition="fair-sharing-borrowing", signatures=("no-preemption-candidates",),
         changelog="Incorrect DominantResourceShare caused by rounding (large quotas or high FairSharing "
                   "weight)",
@@ -512,7 +431,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         "(a zombie past its grace period) counted as active, so its preempted Workload never released quota "
         "and the preemptor stayed at the head of the queue for hours.",
         issues=("#6143", "#6489"), prs=("#6872", "#6892", "#6893"),
-        fixed_in=("v0.14.0", "v0.13.5", "v0.12.10"),
+        fixed_by="pod-group-terminating-release",
         condition="zombie-pods-in-pod-group",
         signatures=("overlapping-preemption-targets", "requeue-loop-pending-preemption"),
         changelog="Pod-integration now correctly handles pods stuck in the Terminating state within pod "
@@ -524,9 +443,8 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         "preemption waits for the victim's grace period (15-minute preStop hooks mean one reclaimed "
         "guarantee every 15 minutes). Kueue v0.17.0 added FastQuotaReleaseInPodIntegration (alpha, off by "
         "default) to release quota as soon as all pods of the group are terminating.",
-        issues=("#6143",), prs=("#8992",), fixed_in=(), condition="pod-preemption-victim-terminating",
-        signatures=("requeue-loop-pending-preemption",),
-        mitigation_gate="FastQuotaReleaseInPodIntegration", gate_since="v0.17.0",
+        issues=("#6143",), prs=("#8992",), condition="pod-preemption-victim-terminating",
+        signatures=("requeue-loop-pending-preemption",), mitigated_by="fast-quota-release-gate",
         changelog="Pod integration: introduce the FastQuotaReleaseInPodIntegration feature gate (alpha, "
                   "disabled by default) which allows to release quota as soon as all Pods in a group are "
                   "terminating.",
@@ -537,7 +455,8 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         "Before v0.15.0 the `insufficient quota ... request > maximum capacity` message compared only the "
         "current pod set with the quota, ignoring what earlier pod sets of the same workload already took, "
         "so the numbers in the message did not add up for multi-pod-set workloads.",
-        issues=("#4134",), prs=("#7232",), fixed_in=("v0.15.0",), condition="multi-podset-max-capacity",
+        issues=("#4134",), prs=("#7232",), fixed_by="max-capacity-message-multi-podset",
+        condition="multi-podset-max-capacity",
     ),
 )
 

@@ -1,7 +1,8 @@
 """The kueuediag command line. It only parses and delegates: one module per command.
 
 Heavy libraries (rich, kubernetes, prometheus_api_client) are imported inside commands, so `--help` and
-snapshot-only runs stay fast.
+snapshot-only runs stay fast. The same app runs as `kueuediag` and as the kubectl plugin `kubectl kueuediag`
+(console script `kubectl-kueuediag`, see docs/kubectl-plugin.md).
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ import sys
 import typer
 
 from kueuediag import __version__
+
+PROG = "kueuediag"
+PLUGIN_PROG = "kubectl kueuediag"
+COMPLETE_VAR = "_KUEUEDIAG_COMPLETE"
+"""the environment variable Typer's completion protocol uses for this program (bash/zsh/fish scripts set it)"""
 
 
 def _version(value: bool) -> None:
@@ -24,7 +30,7 @@ def build_app() -> typer.Typer:
         name="kueuediag",
         help="Why is my Kueue workload pending? A ranked, evidence-backed verdict from a snapshot or a live cluster.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
@@ -36,7 +42,16 @@ def build_app() -> typer.Typer:
     ) -> None:
         """kueuediag: diagnose pending Kueue workloads."""
 
-    from kueuediag.cli import checks_cmd, demo_cmd, explain_cmd, health_cmd, rules_cmd, why_cmd
+    from kueuediag.cli import (
+        checks_cmd,
+        completion_cmd,
+        demo_cmd,
+        explain_cmd,
+        health_cmd,
+        rules_cmd,
+        snapshot_cmd,
+        why_cmd,
+    )
 
     why_cmd.register(app)
     health_cmd.register(app)
@@ -44,21 +59,65 @@ def build_app() -> typer.Typer:
     demo_cmd.register(app)
     checks_cmd.register(app)
     explain_cmd.register(app)
-    try:
-        from kueuediag.cli import snapshot_cmd
-    except ImportError:  # pragma: no cover - live extras missing
-        pass
-    else:
-        snapshot_cmd.register(app)
+    snapshot_cmd.register(app)
+    completion_cmd.register(app)
     return app
 
 
-def main() -> None:
+def _run(prog_name: str) -> None:
+    from kueuediag.cli.common import silence_stdout
     from kueuediag.cli.watch import optional_watch_value
 
     app = build_app()
     try:
-        app(args=optional_watch_value(sys.argv[1:]), prog_name="kueuediag")
+        app(args=optional_watch_value(sys.argv[1:]), prog_name=prog_name, complete_var=COMPLETE_VAR)
     except BrokenPipeError:  # `kueuediag ... | head`
-        sys.stderr.close()
+        silence_stdout()
         sys.exit(0)
+    finally:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            silence_stdout()
+
+
+def main() -> None:
+    _run(PROG)
+
+
+def kubectl_main() -> None:
+    """`kubectl kueuediag …`: kubectl finds the `kubectl-kueuediag` executable on PATH and runs it."""
+    _run(PLUGIN_PROG)
+
+
+def kubectl_complete_main() -> None:
+    """`kubectl_complete-kueuediag`: kubectl (1.26+) runs it to complete `kubectl kueuediag …` on TAB.
+
+    kubectl passes the plugin's words (the last one being completed, possibly empty) and reads cobra's
+    completion protocol back: one candidate per line (`value<TAB>description`), then `:<directive>`
+    (4 = no file completion).
+    """
+    from typer._click.shell_completion import CompletionItem, ShellComplete
+    from typer.main import get_command
+
+    words = sys.argv[1:]
+    incomplete = words[-1] if words else ""
+
+    class _Cobra(ShellComplete):
+        name = "cobra"
+        source_template = ""
+
+        def source_vars(self) -> dict[str, str]:
+            return {}
+
+        def get_completion_args(self) -> tuple[list[str], str]:
+            return words[:-1], incomplete
+
+        def format_completion(self, item: CompletionItem) -> str:
+            return f"{item.value}\t{item.help}" if item.help else str(item.value)
+
+    try:
+        text = _Cobra(get_command(build_app()), {}, PLUGIN_PROG, COMPLETE_VAR).complete()
+    except Exception:  # noqa: BLE001 - a completion failure must never break the user's shell
+        text = ""
+    sys.stdout.write((text + "\n" if text else "") + ":4\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from typing import Any
 
 import typer
@@ -10,10 +11,16 @@ import typer
 from kueuediag.cli.common import handle_errors
 
 
+class CatalogFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("checks")
     @handle_errors
-    def checks(output: str = typer.Option("text", "-o", "--output", help="text | json")) -> None:
+    def checks(output: CatalogFormat = typer.Option(CatalogFormat.text, "-o", "--output",
+                                                     help="Output format.")) -> None:
         """List every check: code, name, family, what it needs."""
         from kueuediag.registry import discover
 
@@ -26,7 +33,7 @@ def register(app: typer.Typer) -> None:
                 "defaultSeverity": cls.default_severity.label,
                 "summary": doc.get("summary", "").splitlines()[0] if doc.get("summary") else "",
             })
-        if output == "json":
+        if output is CatalogFormat.json:
             typer.echo(json.dumps(rows, indent=2))
             return
         for r in rows:

@@ -6,12 +6,18 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import typer
 
-from kueuediag.errors import ExitCode, KueuediagError, TargetNotFound
+from kueuediag.errors import ExitCode, InputError, KueuediagError, TargetNotFound
+
+if TYPE_CHECKING:
+    from kueuediag.config import Settings
+    from kueuediag.live import LiveOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -19,6 +25,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 def fail(message: str, code: ExitCode) -> typer.Exit:
     typer.echo(f"kueuediag: error: {message}", err=True)
     return typer.Exit(int(code))
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush into a closed pipe does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests' captured stdout)
+        pass
 
 
 def handle_errors(fn: F) -> F:
@@ -30,6 +45,9 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
+        except BrokenPipeError:  # `kueuediag why … | head`: the reader has what it wanted
+            silence_stdout()
+            raise typer.Exit(int(ExitCode.OK)) from None
         except TargetNotFound as exc:
             typer.echo(f"kueuediag: error: {exc}", err=True)
             if exc.suggestions:
@@ -48,12 +66,82 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def use_color(no_color: bool) -> bool:
-    if no_color or os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    return sys.stdout.isatty()
+MIN_WIDTH = 60
+"""narrower than this, the layout (indents, evidence lines) stops being readable: render at 60 and let it wrap"""
+DEFAULT_WIDTH = 100
+"""when stdout is not a terminal and COLUMNS is unset (a pipe, a file, CI logs)"""
+
+
+@dataclass(frozen=True)
+class TerminalStyle:
+    """How the terminal renderer draws: colours, box drawing, and the width to fit."""
+
+    color: bool
+    boxes: bool
+    width: int
+
+
+def terminal_style(settings: Settings, stream: TextIO | None = None,
+                   env: Mapping[str, str] | None = None) -> TerminalStyle:
+    """Fancy (colours and boxes) only on a real terminal; plain text for TERM=dumb, NO_COLOR, `--no-color`
+    or a pipe. FORCE_COLOR forces colours (CI logs that render ANSI). The width follows `--width`, then
+    COLUMNS, then the terminal, never below :data:`MIN_WIDTH`."""
+    env = os.environ if env is None else env
+    stream = stream or sys.stdout
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    fancy = tty and env.get("TERM") != "dumb"
+    if settings.color is False or env.get("NO_COLOR"):
+        fancy = False
+    elif env.get("FORCE_COLOR") or settings.color is True:
+        fancy = True
+    width = settings.width
+    if width is None:
+        columns = env.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            width = int(columns)
+        elif tty:
+            try:
+                width = os.get_terminal_size(stream.fileno()).columns
+            except (OSError, ValueError):
+                width = DEFAULT_WIDTH
+        else:
+            width = DEFAULT_WIDTH
+    return TerminalStyle(color=fancy, boxes=fancy, width=max(MIN_WIDTH, width))
+
+
+def settings_from_flags(config: Path | None, **flags: Any) -> Settings:
+    """The layered settings for one command: config file < KUEUEDIAG_* < the flags given (None = not given)."""
+    from kueuediag.config import load_settings
+
+    sev_items = split_csv(flags.pop("severity", None))
+    bad = [s for s in sev_items if "=" not in s]
+    if bad:
+        raise InputError(f"--severity takes CODE=SEVERITY, got {bad[0]!r}")
+    given: dict[str, Any] = {"severity": dict(s.split("=", 1) for s in sev_items)} if sev_items else {}
+    for key in ("select", "ignore", "as_group", "prometheus_header"):
+        if key in flags:
+            flags[key] = split_csv(flags[key]) if key != "prometheus_header" else list(flags[key] or [])
+    if flags.pop("no_color", None):
+        given["color"] = False
+    if "as_user" in flags:
+        flags["as"] = flags.pop("as_user")
+    given.update(flags)
+    return load_settings(flags=given, config_file=config)
+
+
+def live_options(settings: Settings, namespace: str | None, progress: Callable[[str], None] | None,
+                 default_since: str, save: str | None = None) -> LiveOptions:
+    """LiveOptions for live `why` and `snapshot`, from the layered settings."""
+    from kueuediag.live import LiveOptions
+
+    return LiveOptions(
+        kubeconfig=settings.kubeconfig, context=settings.context, as_user=settings.as_user,
+        as_groups=list(settings.as_groups), namespace=namespace, kueue_namespace=settings.kueue_namespace,
+        since=settings.since or default_since,  # type: ignore[arg-type]
+        timeout=settings.timeout, prometheus_url=settings.prometheus_url,
+        prometheus_headers=list(settings.prometheus_header),  # type: ignore[arg-type]
+        prometheus_ca=settings.prometheus_ca, prometheus_insecure=settings.prometheus_insecure,
+        verbose=settings.verbose, save=save, progress=progress, report=lambda line: typer.echo(line, err=True))
 
 
 def split_csv(values: list[str] | None) -> list[str]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 
 import typer
 
-from kueuediag.cli.common import handle_errors, split_csv, stderr_status
+from kueuediag.cli import options as opt
+from kueuediag.cli.common import handle_errors, live_options, settings_from_flags, split_csv, stderr_status
 from kueuediag.errors import ExitCode, InputError
 
 
@@ -20,57 +22,109 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def snapshot(
         output: str | None = typer.Option(
-            None, "-o", "--output",
-            help="FILE.tar.gz or a new DIR (default: kueuediag-snapshot-<cluster>-<time>.tar.gz)."),
+            None,
+            "-o",
+            "--output",
+            metavar="PATH",
+            help="FILE.tar.gz or a new DIR (default: kueuediag-snapshot-<time>.tar.gz).",
+        ),
         namespace: list[str] | None = typer.Option(
-            None, "-n", "--namespace", help="Only these namespaces (repeatable, or comma-separated)."),
-        all_namespaces: bool = typer.Option(False, "-A", "--all-namespaces",
-                                            help="All namespaces (the default when no -n is given)."),
-        since: str = typer.Option("6h", "--since", help="How far back for controller logs and metrics."),
-        redact: bool = typer.Option(False, "--redact",
-                                    help="Replace names, namespaces, nodes, label values, images, cluster name "
-                                         "with consistent pseudonyms."),
-        redact_map: str | None = typer.Option(None, "--redact-map",
-                                              help="With --redact: write the pseudonym mapping here (keep private)."),
-        kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig path (default: KUBECONFIG, "
-                                                                          "~/.kube/config, in-cluster)."),
-        context: str | None = typer.Option(None, "--context", help="kubeconfig context."),
-        kueue_namespace: str = typer.Option("kueue-system", "--kueue-namespace", help="Kueue's namespace."),
-        prometheus_url: str | None = typer.Option(None, "--prometheus-url", help="Prometheus base URL."),
-        prometheus_header: list[str] | None = typer.Option(
-            None, "--prometheus-header", help="NAME=VALUE header for Prometheus (repeatable). A bearer token can "
-                                              "come from KUEUEDIAG_PROMETHEUS_TOKEN."),
-        prometheus_ca: str | None = typer.Option(None, "--prometheus-ca", help="CA bundle for Prometheus."),
-        prometheus_insecure: bool = typer.Option(False, "--prometheus-insecure",
-                                                 help="Skip TLS verification for Prometheus."),
-        timeout: float = typer.Option(60.0, "--timeout", help="Overall deadline in seconds."),
-        verbose: bool = typer.Option(False, "-v", "--verbose", help="Print every request and the totals."),
+            None,
+            "-n",
+            "--namespace",
+            metavar="NAMESPACE",
+            help="Only these namespaces (repeatable, or comma-separated; default: the kubeconfig context's).",
+        ),
+        all_namespaces: bool = typer.Option(False, "-A", "--all-namespaces", help="Every namespace."),
+        for_target: str | None = typer.Option(
+            None,
+            "--for",
+            metavar="TARGET",
+            help="Record this target (job/NAME …) so `kueuediag why --from FILE` diagnoses it.",
+        ),
+        since: str | None = typer.Option(
+            None, "--since", metavar="DURATION", help="How far back for controller logs and metrics (6h)."
+        ),
+        redact: bool = typer.Option(
+            False,
+            "--redact",
+            help="Replace names, namespaces, nodes, label values, images, cluster name with consistent pseudonyms.",
+        ),
+        redact_map: str | None = typer.Option(
+            None,
+            "--redact-map",
+            metavar="FILE",
+            help="With --redact: where to write the pseudonym map (default: beside the "
+            "snapshot, <output>.redaction-map.json; never inside it). Keep it private.",
+        ),
+        config: Path | None = opt.CONFIG,
+        kubeconfig: str | None = opt.KUBECONFIG,
+        context: str | None = opt.CONTEXT,
+        as_user: str | None = opt.AS_USER,
+        as_group: list[str] | None = opt.AS_GROUP,
+        kueue_namespace: str | None = opt.KUEUE_NAMESPACE,
+        prometheus_url: str | None = opt.PROMETHEUS_URL,
+        prometheus_header: list[str] | None = opt.PROMETHEUS_HEADER,
+        prometheus_ca: str | None = opt.PROMETHEUS_CA,
+        prometheus_insecure: bool | None = opt.PROMETHEUS_INSECURE,
+        timeout: float | None = opt.TIMEOUT,
+        verbose: bool | None = typer.Option(None, "-v", "--verbose", help="Print every request and the totals."),
     ) -> None:
         """Record the cluster's Kueue state (objects, nodes, pods, events, logs, metrics) for later `why --from`."""
-        from kueuediag.live import LiveOptions, take_snapshot
+        from kueuediag.live import take_snapshot
 
         namespaces = split_csv(namespace) or None
         if namespaces and all_namespaces:
             raise InputError("use either -n NAMESPACE or -A, not both")
         if redact_map and not redact:
             raise InputError("--redact-map needs --redact")
+        settings = settings_from_flags(
+            config,
+            kubeconfig=kubeconfig,
+            context=context,
+            as_user=as_user,
+            as_group=as_group,
+            kueue_namespace=kueue_namespace,
+            since=since,
+            timeout=timeout,
+            prometheus_url=prometheus_url,
+            prometheus_header=prometheus_header,
+            prometheus_ca=prometheus_ca,
+            prometheus_insecure=prometheus_insecure,
+            verbose=verbose,
+        )
         target = output or f"kueuediag-snapshot-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
         with stderr_status("collecting from the cluster…") as progress:
-            opts = LiveOptions(
-                kubeconfig=kubeconfig, context=context, kueue_namespace=kueue_namespace,
-                since=since,  # type: ignore[arg-type]
-                timeout=timeout, prometheus_url=prometheus_url,
-                prometheus_headers=prometheus_header or [],  # type: ignore[arg-type]
-                prometheus_ca=prometheus_ca, prometheus_insecure=prometheus_insecure, verbose=verbose,
-                progress=progress, report=lambda line: typer.echo(line, err=True),
+            opts = live_options(
+                settings, namespaces[0] if namespaces and len(namespaces) == 1 else None, progress, "6h"
             )
-            result = take_snapshot(target, opts, namespaces=namespaces, redact=redact, redact_map=redact_map)
+            result = take_snapshot(
+                target,
+                opts,
+                namespaces=namespaces,
+                redact=redact,
+                redact_map=redact_map,
+                all_namespaces=all_namespaces,
+                for_target=for_target,
+            )
         kinds = Counter(str(o.get("kind")) for o in result.raw.objects)
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-        typer.echo(f"kueuediag: recorded {summary}; {len(result.raw.logs)} log file(s), "
-                   f"{len(result.raw.metrics)} metrics file(s)" + (" (redacted)" if redact else ""), err=True)
+        typer.echo(
+            f"kueuediag: recorded {summary}; {len(result.raw.logs)} log file(s), "
+            f"{len(result.raw.metrics)} metrics file(s)" + (" (redacted)" if redact else ""),
+            err=True,
+        )
+        recorded = result.raw.manifest.get("target")
+        if isinstance(recorded, dict):
+            typer.echo(
+                f"kueuediag: recorded target {recorded.get('target')}"
+                f"{' -n ' + str(recorded['namespace']) if recorded.get('namespace') else ''}: "
+                f"`kueuediag why --from {result.path}` diagnoses it",
+                err=True,
+            )
+        if result.map_path is not None:
+            typer.echo(f"kueuediag: redaction map (keep private, do not attach): {result.map_path}", err=True)
         for err in result.raw.manifest.get("errors") or ():
             typer.echo(f"kueuediag: not collected: {err.get('what')}: {err.get('error')}", err=True)
         typer.echo(str(result.path))
         raise typer.Exit(int(ExitCode.OK))
-

@@ -1,88 +1,129 @@
-"""`kueuediag why TARGET`: resolve the target, run the checks, print the ranked verdict."""
+"""`kueuediag why [TARGET]`: resolve the target, run the checks, print the ranked verdict."""
 
 from __future__ import annotations
 
 import gc
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
-from kueuediag.cli.common import handle_errors, split_csv, use_color
+from kueuediag.cli import options as opt
+from kueuediag.cli.common import handle_errors, settings_from_flags, terminal_style
 from kueuediag.errors import ExitCode, InputError
+
+if TYPE_CHECKING:
+    from kueuediag.config import Settings
+    from kueuediag.snapshot.model import Snapshot
+
+
+def _target_in_snapshot(
+    snap: Snapshot, target: str | None, namespace: str | None, settings: Settings
+) -> tuple[str, str | None]:
+    """The target to diagnose: the one given (translated through a redaction map), else the recorded one."""
+    if target is None:
+        if snap.manifest.target is None:
+            raise InputError(
+                "no TARGET given and the snapshot records none (take it with `kueuediag snapshot "
+                "--for TARGET`, or name the target: kueuediag why job/NAME -n NAMESPACE --from …)"
+            )
+        typer.echo(
+            f"kueuediag: diagnosing {snap.manifest.target}"
+            f"{' -n ' + snap.manifest.target_namespace if snap.manifest.target_namespace else ''}"
+            " (recorded in the snapshot)",
+            err=True,
+        )
+        return snap.manifest.target, namespace or snap.manifest.target_namespace
+    if settings.redact_map and snap.manifest.redacted:
+        from kueuediag.live.redact import read_map, redact_target
+
+        names = read_map(settings.redact_map)
+        pseudo = redact_target({"target": target, "namespace": namespace}, names)
+        if (pseudo["target"], pseudo["namespace"]) != (target, namespace):
+            shown_ns = f" -n {pseudo['namespace']}" if pseudo["namespace"] else ""
+            typer.echo(
+                f"kueuediag: {target}{' -n ' + namespace if namespace else ''} is {pseudo['target']}"
+                f"{shown_ns} in this redacted snapshot",
+                err=True,
+            )
+        return str(pseudo["target"]), pseudo["namespace"]
+    return target, namespace
 
 
 def diagnose_and_print(
     *,
-    target: str,
+    target: str | None,
     namespace: str | None,
     source: str | None,
     now: str | None,
-    output: str | None,
-    select: list[str] | None,
-    ignore: list[str] | None,
-    severity: list[str] | None,
-    config: Path | None,
-    fail_on: str | None,
-    exit_zero: bool,
-    no_color: bool,
-    verbose: bool,
-    live: dict[str, Any] | None = None,
+    settings: Settings,
+    save: str | None = None,
 ) -> int:
     """The body of `why` and `demo`; returns the exit code."""
-    from kueuediag.config import load_settings
     from kueuediag.engine import diagnose
     from kueuediag.examples import resolve_source
     from kueuediag.models import Severity
     from kueuediag.registry import discover
-    from kueuediag.render import FORMATS, render
-    from kueuediag.snapshot.model import Snapshot, load_snapshot
+    from kueuediag.render import render, verdict_line
+    from kueuediag.snapshot.model import load_snapshot
     from kueuediag.target import resolve
     from kueuediag.timeutil import parse_time
 
     # A one-shot process over a large, acyclic object graph: the cyclic GC only costs time here.
     gc.disable()
-    flags: dict[str, object] = {
-        "select": split_csv(select), "ignore": split_csv(ignore), "fail_on": fail_on, "output": output,
-    }
-    sev_items = split_csv(severity)
-    if sev_items:
-        bad = [s for s in sev_items if "=" not in s]
-        if bad:
-            raise InputError(f"--severity takes CODE=SEVERITY, got {bad[0]!r}")
-        flags["severity"] = dict(s.split("=", 1) for s in sev_items)
-    settings = load_settings(flags=flags, config_file=config)
-    if settings.output not in FORMATS and settings.output != "md":
-        raise InputError(f"unknown output format {settings.output!r} (use {', '.join(FORMATS)})")
     moment = parse_time(now) if now else None
     t0 = time.perf_counter()
-    snap: Snapshot
     if source:
         snap = load_snapshot(resolve_source(source), now=moment)
+        target, namespace = _target_in_snapshot(snap, target, namespace, settings)
     else:
-        from kueuediag.cli.common import stderr_status
-        from kueuediag.live import LiveOptions, live_snapshot_for_why
+        if target is None:
+            raise InputError(
+                "name a TARGET (job/NAME, pod/NAME, workload/NAME …); only a snapshot taken with "
+                "`kueuediag snapshot --for TARGET` can be diagnosed without one (--from FILE)"
+            )
+        from kueuediag.cli.common import live_options, stderr_status
+        from kueuediag.live import live_snapshot_for_why
 
         with stderr_status("collecting from the cluster") as progress:
-            opts = LiveOptions(**(live or {}), namespace=namespace, progress=progress,
-                               report=lambda line: typer.echo(line, err=True))
-            snap = live_snapshot_for_why(target, namespace, opts)
+            snap = live_snapshot_for_why(
+                target, namespace, live_options(settings, namespace, progress, "2h", save=save)
+            )
         if moment is not None:
             snap.now = moment
     t1 = time.perf_counter()
     resolved = resolve(snap, target, namespace)
     verdict = diagnose(snap, resolved, discover(), settings)
     t2 = time.perf_counter()
-    text = render(verdict, settings.output, color=use_color(no_color), verbose=verbose)
-    typer.echo(text, nl=False)
-    if verbose:
-        typer.echo(f"kueuediag: loaded {snap.source} in {t1 - t0:.2f}s, diagnosed in {t2 - t1:.2f}s; "
-                   f"settings from {', '.join(settings.source) or 'defaults'}", err=True)
-    if settings.fail_on is not None and not exit_zero:
+    if settings.quiet and settings.output == "terminal":
+        typer.echo(verdict_line(verdict))
+    else:
+        style = terminal_style(settings)
+        typer.echo(
+            render(
+                verdict,
+                settings.output,
+                color=style.color,
+                width=style.width,
+                verbose=settings.verbose,
+                boxes=style.boxes,
+            ),
+            nl=False,
+        )
+    if settings.verbose:
+        typer.echo(
+            f"kueuediag: loaded {snap.source} in {t1 - t0:.2f}s, diagnosed in {t2 - t1:.2f}s; "
+            f"settings from {', '.join(settings.source) or 'defaults'}",
+            err=True,
+        )
+    if settings.fail_on is not None and not settings.exit_zero:
         gate: Severity = settings.fail_on
-        if any(r.finding.severity >= gate and r.finding.about_target for r in verdict.findings
-               if r.finding.cause != "not-pending"):
+        if any(
+            r.finding.severity >= gate and r.finding.about_target
+            for r in verdict.findings
+            if r.finding.cause != "not-pending"
+        ):
             return int(ExitCode.FINDINGS)
     return int(ExitCode.OK)
 
@@ -91,47 +132,90 @@ def register(app: typer.Typer) -> None:
     @app.command("why")
     @handle_errors
     def why(
-        target: str = typer.Argument(
-            ..., help="job/NAME, jobset/NAME, pod/NAME, workload/NAME, KIND.GROUP/NAME or NAME"),
-        namespace: str | None = typer.Option(None, "-n", "--namespace", help="Namespace of the target."),
+        target: str | None = opt.TARGET,
+        namespace: str | None = opt.NAMESPACE,
         source: str | None = typer.Option(
-            None, "--from", "-f",
-            help="Snapshot directory, .tar.gz, single YAML/JSON file, or example:NAME. Omit to collect live."),
-        now: str | None = typer.Option(None, "--now", help="Override 'now' (RFC3339) for time computations."),
-        output: str | None = typer.Option(None, "-o", "--output", help="terminal | json | markdown | junit"),
-        select: list[str] | None = typer.Option(None, "--select", help="Only these checks (code, family, slug)."),
-        ignore: list[str] | None = typer.Option(None, "--ignore", help="Skip checks (code/family/slug) or causes."),
-        severity: list[str] | None = typer.Option(None, "--severity", help="Override severity: KD101=high."),
-        config: Path | None = typer.Option(None, "--config", help="A .kueuediag.yaml or pyproject.toml."),
-        fail_on: str | None = typer.Option(None, "--fail-on", help="Exit 1 when a finding reaches this severity."),
-        exit_zero: bool = typer.Option(False, "--exit-zero", help="Always exit 0 after a verdict (rollouts)."),
-        no_color: bool = typer.Option(False, "--no-color", help="No colours (NO_COLOR is honoured too)."),
-        verbose: bool = typer.Option(False, "-v", "--verbose", help="All evidence, timings, request counts."),
-        kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="Live: kubeconfig path."),
-        context: str | None = typer.Option(None, "--context", help="Live: kubeconfig context."),
-        kueue_namespace: str = typer.Option("kueue-system", "--kueue-namespace", help="Live: Kueue's namespace."),
-        since: str = typer.Option("2h", "--since", help="Live: how far back for logs and metrics."),
-        timeout: float = typer.Option(60.0, "--timeout", help="Live: overall deadline in seconds."),
-        prometheus_url: str | None = typer.Option(None, "--prometheus-url", help="Live: Prometheus base URL."),
-        prometheus_header: list[str] | None = typer.Option(None, "--prometheus-header", help="NAME=VALUE"),
-        prometheus_ca: str | None = typer.Option(None, "--prometheus-ca", help="CA bundle for Prometheus."),
-        prometheus_insecure: bool = typer.Option(False, "--prometheus-insecure", help="Skip TLS verification."),
-        save: str | None = typer.Option(None, "--save", help="Live: also write what was collected (dir/.tar.gz)."),
+            None,
+            "--from",
+            "-f",
+            metavar="SNAPSHOT",
+            help="Snapshot directory, .tar.gz, single YAML/JSON file, or example:NAME. Omit to collect live.",
+        ),
+        output: opt.OutputFormat | None = opt.OUTPUT,
+        quiet: bool | None = opt.QUIET,
+        verbose: bool | None = opt.VERBOSE,
+        no_color: bool | None = opt.NO_COLOR,
+        width: int | None = opt.WIDTH,
+        now: str | None = typer.Option(
+            None, "--now", metavar="TIME", help="Override 'now' (RFC3339) for time computations."
+        ),
+        select: list[str] | None = typer.Option(
+            None, "--select", metavar="CHECKS", help="Only these checks (code, family, slug)."
+        ),
+        ignore: list[str] | None = typer.Option(
+            None, "--ignore", metavar="CHECKS", help="Skip checks (code/family/slug) or causes."
+        ),
+        severity: list[str] | None = typer.Option(
+            None, "--severity", metavar="CODE=SEVERITY", help="Override severity: KD101=high."
+        ),
+        config: Path | None = opt.CONFIG,
+        fail_on: str | None = typer.Option(
+            None, "--fail-on", metavar="SEVERITY", help="Exit 1 when a finding reaches this severity."
+        ),
+        exit_zero: bool | None = typer.Option(None, "--exit-zero", help="Always exit 0 after a verdict (rollouts)."),
+        redact_map: str | None = typer.Option(
+            None,
+            "--redact-map",
+            metavar="FILE",
+            help="With a redacted snapshot: the map written by `snapshot --redact`, so real "
+            "names can be given (the pseudonym is printed).",
+        ),
+        kubeconfig: str | None = opt.KUBECONFIG,
+        context: str | None = opt.CONTEXT,
+        as_user: str | None = opt.AS_USER,
+        as_group: list[str] | None = opt.AS_GROUP,
+        kueue_namespace: str | None = opt.KUEUE_NAMESPACE,
+        since: str | None = typer.Option(
+            None, "--since", metavar="DURATION", help="Live: how far back for logs and metrics (2h)."
+        ),
+        timeout: float | None = opt.TIMEOUT,
+        prometheus_url: str | None = opt.PROMETHEUS_URL,
+        prometheus_header: list[str] | None = opt.PROMETHEUS_HEADER,
+        prometheus_ca: str | None = opt.PROMETHEUS_CA,
+        prometheus_insecure: bool | None = opt.PROMETHEUS_INSECURE,
+        save: str | None = typer.Option(
+            None, "--save", metavar="PATH", help="Live: also write what was collected (dir/.tar.gz)."
+        ),
     ) -> None:
-        """Explain why a workload is pending: a ranked verdict with evidence and remediation."""
-        live: dict[str, Any] | None = None
-        if source is None:
-            live = {
-                "kubeconfig": kubeconfig, "context": context, "kueue_namespace": kueue_namespace,
-                "since": since, "timeout": timeout, "prometheus_url": prometheus_url,
-                "prometheus_headers": split_csv(prometheus_header), "prometheus_ca": prometheus_ca,
-                "prometheus_insecure": prometheus_insecure, "verbose": verbose, "save": save,
-            }
-        elif save:
+        """Explain why a workload is pending: the cause, the key number and the first fix, then the evidence."""
+        if source is not None and save:
             raise InputError("--save only applies to live collection (without --from)")
+        settings = settings_from_flags(
+            config,
+            select=select,
+            ignore=ignore,
+            severity=severity,
+            fail_on=fail_on,
+            exit_zero=exit_zero,
+            output=output.value if output else None,
+            quiet=quiet,
+            verbose=verbose,
+            no_color=no_color,
+            width=width,
+            redact_map=redact_map,
+            kubeconfig=kubeconfig,
+            context=context,
+            as_user=as_user,
+            as_group=as_group,
+            kueue_namespace=kueue_namespace,
+            since=since,
+            timeout=timeout,
+            prometheus_url=prometheus_url,
+            prometheus_header=prometheus_header,
+            prometheus_ca=prometheus_ca,
+            prometheus_insecure=prometheus_insecure,
+        )
         code = diagnose_and_print(
-            target=target, namespace=namespace, source=source, now=now, output=output, select=select,
-            ignore=ignore, severity=severity, config=config, fail_on=fail_on, exit_zero=exit_zero,
-            no_color=no_color, verbose=verbose, live=live,
+            target=target, namespace=namespace, source=source, now=now, settings=settings, save=save
         )
         raise typer.Exit(code)

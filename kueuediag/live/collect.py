@@ -397,7 +397,8 @@ class Collector:
 
 # --- public entry points -----------------------------------------------------------------------------------
 def make_client(options: LiveOptions) -> KubeClient:
-    return KubeClient.from_kubeconfig(options.kubeconfig, options.context, timeout=options.timeout,
+    return KubeClient.from_kubeconfig(options.kubeconfig, options.context, impersonate_user=options.as_user,
+                                      impersonate_groups=options.as_groups, timeout=options.timeout,
                                       request_timeout=options.request_timeout)
 
 

@@ -22,12 +22,12 @@ import email.utils
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from kueuediag.errors import ClusterUnavailable
+from kueuediag.errors import ClusterUnavailable, InputError
 
 ALLOWED_METHODS = frozenset({"GET"})
 """GET covers get, list and watch; nothing else is ever sent."""
@@ -139,9 +139,16 @@ class KubeClient:
     # --- construction -----------------------------------------------------------------------------------
     @classmethod
     def from_kubeconfig(cls, kubeconfig: str | None = None, context: str | None = None,
+                        impersonate_user: str | None = None, impersonate_groups: Sequence[str] = (),
                         **kwargs: Any) -> KubeClient:
-        """Load credentials like kubectl: explicit file, KUBECONFIG, ~/.kube/config, then in-cluster."""
+        """Load credentials like kubectl: explicit file, KUBECONFIG, ~/.kube/config, then in-cluster.
+
+        `impersonate_user`/`impersonate_groups` are kubectl's `--as`/`--as-group`: the API server then answers
+        with that identity's permissions (what a researcher can see), and the collector's 403 handling applies.
+        """
         api_client, cluster, namespace = _load_api_client(kubeconfig, context)
+        if impersonate_user or impersonate_groups:
+            _impersonate(api_client, impersonate_user, impersonate_groups)
         kwargs.setdefault("cluster", cluster)
         kwargs.setdefault("default_namespace", namespace)
         return cls(_kubernetes_transport(api_client), **kwargs)
@@ -423,6 +430,31 @@ def _load_api_client(kubeconfig: str | None, context: str | None) -> tuple[Any, 
     except (ConfigException, OSError, TypeError, ValueError) as exc:
         raise ClusterUnavailable(f"cannot load Kubernetes credentials: {_short(exc)}") from None
     return k8s_client.ApiClient(configuration=cfg), cluster, namespace
+
+
+def _impersonate(api_client: Any, user: str | None, groups: Sequence[str]) -> None:
+    """Add `Impersonate-User` and one `Impersonate-Group` header per group to every request of `api_client`.
+
+    The generated client flattens headers into a dict (one value per name), so repeated group headers are added
+    after serialisation, as an urllib3 HTTPHeaderDict (sent as separate header lines, as kubectl does).
+    """
+    import importlib
+
+    header_dict: Any = importlib.import_module("urllib3").HTTPHeaderDict
+    if groups and not user:
+        raise InputError("--as-group needs --as (the API server impersonates groups only with a user)")
+    serialize = api_client.param_serialize
+
+    def with_identity(*args: Any, **kwargs: Any) -> Any:
+        method, url, headers, body, post = serialize(*args, **kwargs)
+        hdrs = header_dict(headers or {})
+        if user:
+            hdrs["Impersonate-User"] = user
+        for group in groups:
+            hdrs.add("Impersonate-Group", group)
+        return method, url, hdrs, body, post
+
+    api_client.param_serialize = with_identity
 
 
 def _kubernetes_transport(api_client: Any) -> Transport:

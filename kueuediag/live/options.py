@@ -26,6 +26,10 @@ class LiveOptions:
 
     kubeconfig: str | None = None
     context: str | None = None
+    as_user: str | None = None
+    """kubectl's --as: impersonate this user"""
+    as_groups: list[str] = field(default_factory=list)
+    """kubectl's --as-group (repeatable)"""
     namespace: str | None = None
     kueue_namespace: str = "kueue-system"
     since: timedelta = timedelta(hours=2)

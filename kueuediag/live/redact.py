@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from kueuediag.errors import InputError
 from kueuediag.snapshot.reader import RawSnapshot
 
 KEEP_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "kueue-system"})
@@ -350,6 +353,29 @@ def redact(raw: RawSnapshot, keep_namespaces: Iterable[str] = ()) -> tuple[RawSn
     r.learn(raw)
     out = r.apply(raw)
     return out, r.map_document()
+
+
+def read_map(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The real-name → pseudonym table of a `snapshot --redact` map file (one-line error when unreadable)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the redaction map: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: not a redaction map (invalid JSON: {exc})") from None
+    names = doc.get("mapping") if isinstance(doc, dict) else None
+    if not isinstance(names, dict):
+        raise InputError(f"{path}: not a redaction map (no 'mapping' table)")
+    return {str(k): str(v) for k, v in names.items()}
+
+
+def redact_target(recorded: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A target (`{"target": "job/x", "namespace": "team-a"}`) with name and namespace replaced by pseudonyms."""
+    text = str(recorded.get("target") or "")
+    kind, sep, name = text.rpartition("/")
+    ns = recorded.get("namespace")
+    return {"target": f"{kind}{sep}{names.get(name, name)}",
+            "namespace": names.get(str(ns), ns) if ns is not None else None}
 
 
 def _order(obj: dict[str, Any]) -> tuple[int, str, str, str]:

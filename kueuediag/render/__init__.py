@@ -8,7 +8,13 @@ from kueuediag.models import Verdict
 FORMATS = ("terminal", "json", "markdown", "junit")
 
 
-def render(verdict: Verdict, fmt: str, *, color: bool = True, width: int | None = None, verbose: bool = False) -> str:
+def verdict_line(verdict: Verdict) -> str:
+    """`--quiet`: the verdict on one line (scripts, chat bots)."""
+    return verdict.headline.replace("\n", " ")
+
+
+def render(verdict: Verdict, fmt: str, *, color: bool = True, width: int | None = None, verbose: bool = False,
+           boxes: bool = True) -> str:
     if fmt == "json":
         from kueuediag.render.json_out import render_json
 
@@ -24,5 +30,5 @@ def render(verdict: Verdict, fmt: str, *, color: bool = True, width: int | None 
     if fmt == "terminal":
         from kueuediag.render.terminal import render_terminal
 
-        return render_terminal(verdict, color=color, width=width, verbose=verbose)
+        return render_terminal(verdict, color=color, width=width, verbose=verbose, boxes=boxes)
     raise InputError(f"unknown output format {fmt!r} (use {', '.join(FORMATS)})")

@@ -21,7 +21,8 @@ _SEV_STYLE = {
 _LAYER_STYLE = {"submission": "magenta", "kueue": "blue", "kubernetes": "green", "none": "dim"}
 
 
-def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None, verbose: bool = False) -> str:
+def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None, verbose: bool = False,
+                    boxes: bool = True) -> str:
     from rich.console import Console
     from rich.panel import Panel
     from rich.text import Text
@@ -41,7 +42,11 @@ def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None,
     head.append("\n" + confidence_line(v), style="yellow" if v.unseen else "dim")
     for gap in v.unseen:
         head.append("\n  ? " + gap, style="yellow")
-    console.print(Panel(head, title="kueuediag why", title_align="left", border_style=layer_style or "white"))
+    if boxes:
+        console.print(Panel(head, title="kueuediag why", title_align="left", border_style=layer_style or "white"))
+    else:
+        console.print(head)
+        console.print()
 
     target_findings = [r for r in v.findings if r.finding.about_target]
     context = [r for r in v.findings if not r.finding.about_target]

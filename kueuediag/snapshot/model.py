@@ -100,6 +100,10 @@ class Manifest:
     errors: tuple[tuple[str, str], ...]
     namespaces: tuple[str, ...] | None = None
     """Namespaces the collector was limited to (None: cluster-wide)."""
+    target: str | None = None
+    """`snapshot --for TARGET`: the target the snapshot was taken for (`why --from` diagnoses it by default)"""
+    target_namespace: str | None = None
+    redacted: bool = False
 
 
 def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
@@ -349,6 +353,7 @@ def _manifest(raw: RawSnapshot) -> Manifest:
             raise InputError(f"{raw.source}/manifest.json: invalid capturedAt {m.get('capturedAt')!r}") from None
     errors = tuple((str(e.get("what", "?")), str(e.get("error", "?"))) for e in m.get("errors") or ())
     namespaces = m.get("namespaces")
+    recorded = m.get("target")
     return Manifest(
         format=m.get("format"),
         captured_at=captured,
@@ -356,6 +361,10 @@ def _manifest(raw: RawSnapshot) -> Manifest:
         kueue_version=m.get("kueueVersion"),
         errors=errors,
         namespaces=tuple(namespaces) if isinstance(namespaces, list) else None,
+        target=str(recorded["target"]) if isinstance(recorded, dict) and recorded.get("target") else None,
+        target_namespace=str(recorded["namespace"]) if isinstance(recorded, dict) and recorded.get("namespace")
+        else None,
+        redacted=m.get("redacted") is True,
     )
 
 

@@ -164,7 +164,7 @@ def test_cli_live_why_and_snapshot_then_why_from(api_server: ServerFactory, tmp_
         kc = str(srv.kubeconfig(tmp_path))
         live = runner.invoke(app, ["why", TARGET, "-n", NS, "--kubeconfig", kc, "--now", now, "-o", "json",
                                    "--save", str(tmp_path / "saved")])
-        snap = runner.invoke(app, ["snapshot", "-o", str(out), "--kubeconfig", kc])
+        snap = runner.invoke(app, ["snapshot", "-A", "-o", str(out), "--kubeconfig", kc])
     assert live.exit_code == 0, live.output
     assert snap.exit_code == 0, snap.output
     replay = runner.invoke(app, ["why", TARGET, "-n", NS, "--from", str(out), "--now", now, "-o", "json"])
