@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from kueuediag.analysis.fair_sharing import kueue_version
+from kueuediag.analysis.installation import kueue_version
 from kueuediag.check import Check
 from kueuediag.config import Settings
 from kueuediag.health.catalog import HEALTH_CHECKS, select_health

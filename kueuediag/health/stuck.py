@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kueuediag.analysis.fair_sharing import kueue_version
 from kueuediag.analysis.health import controller_pods
+from kueuediag.analysis.installation import kueue_version
 from kueuediag.config import Settings
 from kueuediag.health.catalog import BY_ID, Selection
 from kueuediag.health.model import Item

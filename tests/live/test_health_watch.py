@@ -45,22 +45,21 @@ def _stop_queue(objects: list[dict[str, Any]], name: str) -> None:
 
 
 def test_watch_highlights_what_changed_between_cycles(api_server: ServerFactory, tmp_path: Path) -> None:
-    settings = Settings(fail_on=Severity.HIGH)
     with api_server() as srv:
-        live = {"kubeconfig": str(srv.kubeconfig(tmp_path))}
+        settings = Settings(fail_on=Severity.HIGH, kubeconfig=str(srv.kubeconfig(tmp_path)), color=False)
         requests_per_cycle: list[int] = []
         shown: list[list[str] | None] = []
 
         def cycle() -> HealthReport:
             before = len(srv.cluster.requests)
-            report = build_report(collect_live(live, None, None), discover(), settings)
+            report = build_report(collect_live(settings, None, None), discover(), settings)
             requests_per_cycle.append(len(srv.cluster.requests) - before)
             return report
 
         def show(cur: HealthReport, prev: HealthReport | None, n: int) -> str:
             changes = report_changes(prev, cur) if prev is not None else None
             shown.append(changes)
-            return render_report(cur, settings, color=False, verbose=False, changes=changes)
+            return render_report(cur, settings, changes=changes)
 
         def between_cycles(_: float) -> None:  # the cluster moves on while we sleep
             with srv.cluster.lock:
