@@ -51,7 +51,7 @@ def parse_interval(text: str | None) -> float | None:
 
 def watch_loop(cycle: Callable[[], T], show: Callable[[T, T | None, int], str], *, interval: float,
                count: int | None, clear: bool | None = None,
-               sleep: Callable[[float], None] = time.sleep) -> tuple[T | None, int]:
+               sleep: Callable[[float], None] | None = None) -> tuple[T | None, int]:
     """Run `cycle` every `interval` seconds, echoing `show(current, previous, n)`; returns (last, cycles run).
 
     KeyboardInterrupt (Ctrl-C) stops the loop quietly; the caller exits 0.
@@ -68,7 +68,7 @@ def watch_loop(cycle: Callable[[], T], show: Callable[[T, T | None, int], str], 
             previous = current
             if count is not None and n >= count:
                 break
-            sleep(interval)
+            (sleep or time.sleep)(interval)
     except KeyboardInterrupt:
         typer.echo("", err=True)
         typer.echo(f"kueuediag: watch stopped after {n} cycle(s)", err=True)

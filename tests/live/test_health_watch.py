@@ -125,3 +125,26 @@ def test_watch_takes_an_optional_interval() -> None:
     assert optional_watch_value(["health", "--watch"]) == ["health", "--watch", "30"]
     assert optional_watch_value(["health", "--watch", "-o", "json"]) == ["health", "--watch", "30", "-o", "json"]
     assert optional_watch_value(["health", "--watch", "5", "-A"]) == ["health", "--watch", "5", "-A"]
+
+
+def test_why_watch_says_the_workload_was_admitted(api_server: ServerFactory, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    with api_server() as srv:
+        def admit_instead_of_sleeping(_: float) -> None:
+            with srv.cluster.lock:
+                _admit(srv.cluster.objects)
+
+        monkeypatch.setattr(time, "sleep", admit_instead_of_sleeping)
+        result = CliRunner().invoke(build_app(), [
+            "why", "job/llm-finetune", "-n", "team-a", "--kubeconfig", str(srv.kubeconfig(tmp_path)),
+            "--watch", "1", "--watch-count", "2", "--no-color"])
+    assert result.exit_code == 0, result.stderr
+    first, second = result.stdout.split("cycle 1 · every 1s · Ctrl-C to stop\n")
+    assert "waiting-for-quota" in first
+    assert "⟳ admitted: state pending → admitted" in second
+    assert "⟳ cause changed: waiting-for-quota → " in second
+    assert second.rstrip().endswith("cycle 2 · every 1s · Ctrl-C to stop")
+    bad = CliRunner().invoke(build_app(), ["why", "job/x", "--from", "example:healthy", "--watch", "1"])
+    assert bad.exit_code == 2 and "--watch needs live mode" in bad.stderr
