@@ -106,6 +106,21 @@ class Check(ABC):
             data=dict(data or {}),
         )
 
+    def result(self, findings: Iterable[Finding], *evidence: Evidence, reason: str = "") -> CheckResult:
+        """Fired with `findings`, or ruled out by `evidence` when there are none.
+
+        A finding for a cause another check owns (`Cause.owner`) is turned into a contribution to that cause, so
+        the engine folds it into the owner's finding: one finding per cause.
+        """
+        own: list[Finding] = []
+        contributions: list[Contribution] = []
+        for f in findings:
+            if lookup_cause(f.cause).owner in ("", self.code):
+                own.append(f)
+            else:
+                contributions.append(as_contribution(f))
+        return CheckResult.of(own, *evidence, contributions=contributions, reason=reason)
+
     def contribute(
         self,
         cause: str,
@@ -132,6 +147,13 @@ class Check(ABC):
     def doc(cls) -> dict[str, str]:
         """The docstring split into its fixed sections (plus 'summary')."""
         return parse_doc(inspect.getdoc(cls) or "")
+
+
+def as_contribution(f: Finding) -> Contribution:
+    """The contribution a finding stands for when its cause belongs to another check."""
+    return Contribution(cause=f.cause, title=f.title, message=f.message, severity=f.severity,
+                        confidence=f.confidence, evidence=f.evidence, remediation=f.remediation,
+                        about_target=f.about_target, data=dict(f.data))
 
 
 class CouldNotCheck(Exception):  # noqa: N818 - it names an outcome, not an error

@@ -98,14 +98,18 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
 def as_result(returned: CheckResult | list[Finding]) -> CheckResult:
     """Accept the v1 return shape (a list of findings) next to CheckResult.
 
-    A non-empty list fired. An empty list says nothing about what was looked at, so it is not taken as
-    "ruled out": the run is marked ruled out with the reason that the check gave no evidence.
+    A non-empty list fired. An empty list says nothing about what was looked at, so it is never taken as
+    "ruled out": the run is errored with a message that tells the check's author what to return instead.
     """
     if isinstance(returned, CheckResult):
         return returned
     if returned:
         return CheckResult.fired(returned)
-    return CheckResult(outcome=Outcome.RULED_OUT, reason="no finding (the check gave no evidence)")
+    return CheckResult(outcome=Outcome.ERRORED, reason=EMPTY_LIST)
+
+
+EMPTY_LIST = ("returned an empty list, which says nothing about what was looked at: return "
+              "CheckResult.ruled_out(evidence), could_not_check(input, reason) or not_applicable(reason)")
 
 
 def _override(f: Finding, settings: Settings, cls_map: dict[str, type[Check]]) -> Finding | None:

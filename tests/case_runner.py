@@ -30,6 +30,7 @@ import yaml
 
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
+from kueuediag.merge import contribution_finding
 from kueuediag.models import Finding, Outcome, Verdict
 from kueuediag.registry import discover
 from kueuediag.snapshot.model import load_snapshot
@@ -77,7 +78,8 @@ def run_case(case: Case) -> tuple[Verdict, list[Finding]]:
     run = verdict.runs[0]
     assert run.outcome is not Outcome.ERRORED, f"{case.id}: check errored: {run.reason}"
     assert run.outcome is not Outcome.COULD_NOT_CHECK, f"{case.id}: check could not check: {run.reason}"
-    return verdict, [r.finding for r in verdict.findings]
+    # what the check itself said: its findings and its contributions to causes other checks own
+    return verdict, [*run.findings, *(contribution_finding(run.code, run.check, c) for c in run.contributions)]
 
 
 def _ref_strings(f: Finding) -> set[str]:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueuediag.analysis.messages import PendingMessage, parse_pending_message
+from kueuediag.analysis.queue_route import QueueRoute
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import LocalQueueView, WorkloadView
 
@@ -192,3 +193,33 @@ def lq_active_evidence(lq: LocalQueueView) -> list[Evidence]:
             field="status.conditions[type=Active]",
         )
     ]
+
+
+def submission_result(
+    check: Check, findings: list[Finding], w: WorkloadView | None, route: QueueRoute | None, looked: str
+) -> CheckResult:
+    """The honest outcome of a submission check.
+
+    Findings fire. Without findings: a workload that is not pending is not applicable; a queue object the
+    snapshot does not hold (``lq-unknown`` / ``cq-unknown``: not collected or not readable) means only Kueue's
+    message could be read, so the check could not check that object; otherwise `looked` (what was looked at and
+    found fine) rules the cause out.
+    """
+    if findings:
+        return check.result(findings)
+    if w is None or route is None:
+        state = w.state if w is not None else "not managed by Kueue"
+        return CheckResult.not_applicable(f"the workload is {state}, not pending")
+    if route.state == "lq-unknown":
+        return CheckResult.could_not_check(
+            f"LocalQueue {w.namespace}/{route.lq_name}",
+            "not in the snapshot (not collected or not readable); Kueue's QuotaReserved message names no "
+            "problem with it")
+    if route.state == "cq-unknown":
+        name = route.lq.cluster_queue if route.lq is not None else "?"
+        return CheckResult.could_not_check(
+            f"ClusterQueue {name}", "not in the snapshot (not collected or not readable); Kueue's QuotaReserved "
+            "message names no problem with it")
+    ref = route.cq.name if route.cq is not None else route.lq_name
+    return CheckResult.ruled_out(ev("object", looked, kind="ClusterQueue" if route.cq is not None else "LocalQueue",
+                                    name=ref, namespace=None if route.cq is not None else w.namespace))

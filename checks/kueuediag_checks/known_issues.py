@@ -21,7 +21,7 @@ from kueuediag.analysis.signatures import (
 )
 from kueuediag.analysis.versions import Version, fixed_version_for, parse_version
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -93,12 +93,14 @@ class KnownIssues(Check):
     needs_workload = False
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         inst = installation(snapshot)
         kv = inst.version
         version = parse_version(kv.version)
         if version is None:
-            return []
+            return CheckResult.could_not_check(
+                "Kueue version", "unknown: not in the snapshot manifest, the controller image or kueue_build_info"
+                + (f" (found {kv.version!r})" if kv.version else ""))
         w = target.workload
         ctx = _Ctx(snapshot, target, kueue_index(snapshot), version, w, target.cluster_queue(snapshot),
                    w is not None and w.state in ("pending", "quota-reserved"))
@@ -117,7 +119,11 @@ class KnownIssues(Check):
                 continue
             fired.add(issue.id)
             out.append(self._finding(ctx, issue, match, kv.version or str(version), kv.source))
-        return out
+        affecting = [i.id for i in KNOWN_ISSUES if i.affects(version)]
+        return self.result(out, ev(
+            "derived", f"Kueue {kv.version or version} (from {kv.source}): {len(affecting)} of {len(KNOWN_ISSUES)} "
+                       "known issue(s) affect this version, none of their signatures is in the snapshot"
+            + (f" ({', '.join(affecting[:4])})" if affecting else ""), field="known issues"))
 
     def _finding(self, ctx: _Ctx, issue: KnownIssue, match: _Match, shown: str, source: str) -> Finding:
         evidence = [ev("manifest", f"Kueue {shown} ({source})", field="kueueVersion",

@@ -16,7 +16,7 @@ from kueuediag.analysis.kueue_config import (
 )
 from kueuediag.analysis.queue_route import queue_route
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import label_selector_matches, labels, meta
 from kueuediag.snapshot.kueue import events_for, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -31,6 +31,7 @@ from kueuediag_checks._submission import (
     lq_active_evidence,
     pending,
     qr_evidence,
+    submission_result,
 )
 
 
@@ -83,11 +84,20 @@ class QueueExistence(Check):
     needs_workload = False
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         if target.workload is None:
-            return self._not_managed(snapshot, target)
+            found = self._not_managed(snapshot, target)
+            if found:
+                return self.result(found)
+            return CheckResult.not_applicable("no Workload and no owning job object to explain")
         p = pending(target.workload)
-        return self._route(snapshot, p) if p is not None else []
+        if p is None:
+            return submission_result(self, [], target.workload, None, "")
+        route = queue_route(snapshot, p.w, p.pm)
+        return submission_result(
+            self, self._route(snapshot, p), p.w, route,
+            f"LocalQueue {p.w.namespace}/{route.lq_name} exists and points at ClusterQueue "
+            f"{route.cq.name if route.cq else '?'}, which exists")
 
     # --- not managed ---------------------------------------------------------------------------------------
     def _not_managed(self, snap: Snapshot, target: Target) -> list[Finding]:

@@ -5,14 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from kueuediag.analysis.messages import parse_cq_inactive_message
-from kueuediag.analysis.queue_route import collected, queue_route
+from kueuediag.analysis.queue_route import QueueRoute, collected, queue_route
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import Condition, conditions, meta
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, LocalQueueView, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
-from kueuediag_checks._submission import STOPPED, from_message, lq_active_evidence, pending, qr_evidence
+from kueuediag_checks._submission import (
+    STOPPED,
+    Pending,
+    from_message,
+    lq_active_evidence,
+    pending,
+    qr_evidence,
+    submission_result,
+)
 
 _PART_ORDER = ("stopped", "terminating", "missing-flavors", "missing-checks", "inactive-checks", "missing-topology")
 _INACTIVE_WORDS = {
@@ -59,16 +67,22 @@ class QueueState(Check):
     requires = ()
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         p = pending(target.workload)
         if p is None:
-            return []
+            return submission_result(self, [], target.workload, None, "")
         route = queue_route(snapshot, p.w, p.pm)
+        return submission_result(
+            self, self._findings(snapshot, p, route), p.w, route,
+            f"LocalQueue {p.w.namespace}/{route.lq_name} and ClusterQueue {route.cq.name if route.cq else '?'}: "
+            "stopPolicy None, Active=True")
+
+    def _findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
         if route.state == "lq-unknown":
             return from_message(self, p, ("localqueue-stopped", "clusterqueue-inactive"), "LocalQueue")
         lq = route.lq
         if lq is None:
-            return []
+            return []  # the LocalQueue is missing: KD001's
         wl_ev = qr_evidence(p.w, p.qr)
         out = self._lq_stopped(lq, p.w, wl_ev)
         lq_ev = lq_active_evidence(lq)
