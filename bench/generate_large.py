@@ -53,13 +53,6 @@ def pod_template(rng: random.Random, gpus: int) -> dict:
                                  {"name": "dshm", "emptyDir": {"medium": "Memory"}}]}}
 
 
-<<<<<<< HEAD
-SCALES = {"small": 0.005, "full": 1.0}
-
-
-def _scale(text: str) -> float:
-    return SCALES[text] if text in SCALES else float(text)
-=======
 def scheduler_events(workloads: list[dict]) -> list[dict]:
     """The scheduler's Pending event for every pending Workload (what `kubectl get events` shows)."""
     events = []
@@ -138,7 +131,13 @@ def write_logs(path: Path, workloads: list[dict], n_lines: int, rng: random.Rand
                         "requeueReason": "", "added": True, "status": "", "replica-role": "leader"}
             fh.write(json.dumps(line, separators=(",", ":")) + "\n")
     return n_lines
->>>>>>> main
+
+
+SCALES = {"small": 0.005, "full": 1.0}
+
+
+def _scale(text: str) -> float:
+    return SCALES[text] if text in SCALES else float(text)
 
 
 def main() -> None:

@@ -353,7 +353,7 @@ def test_all_pending_on_the_benchmark_snapshot(tmp_path: Path) -> None:
     docs = [json.loads(x) for x in text.splitlines()]
     snap = load_snapshot(str(out))
     pending = {(w.namespace, w.name) for w in workloads(snap) if is_pending(w)}
-    assert len(pending) > 100
+    assert len(pending) >= 10
     assert {(d["workload"]["namespace"], d["workload"]["name"]) for d in docs} == pending
     assert len(docs) == len(pending)
     assert all(d["schema"] == "kueuediag/why/v1" and d["verdict"]["cause"] for d in docs)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kueuediag.config import Settings
-from kueuediag.engine import _override, run_check
+from kueuediag.causes import all_causes
+from kueuediag.engine import _apply_ignore, _override, run_check
+from kueuediag.merge import merge_runs
 from kueuediag.health.catalog import Selection
 from kueuediag.models import Finding, Outcome
 from kueuediag.snapshot.kueue import WorkloadView
@@ -41,11 +43,13 @@ def ask_owner(sel: Selection, settings: Settings, code: str, snap: Snapshot, tar
     check = sel.owners.get(code)
     if check is None:
         return OwnerResult(not_checked=f"{code} is not selected")
-    run = run_check(check, snap, target)
+    run = _apply_ignore(run_check(check, snap, target), settings)
     if run.outcome in (Outcome.COULD_NOT_CHECK, Outcome.ERRORED):
         return OwnerResult(not_checked=f"{code} {run.outcome.value}: {run.reason}")
     kept = []
-    for f in run.findings:
+    # a contribution to a cause another check owns becomes a finding stamped with this check, as in `why`
+    # when the owner is not in the run
+    for f in merge_runs([run], {c.slug: c.owner for c in all_causes()}):
         if causes and f.cause not in causes:
             continue
         over = _override(f, settings, dict(sel.classes))
