@@ -9,6 +9,7 @@ Case file format (documented in docs/contributing.md):
         target: job/big-train
         namespace: team-a                          # optional
         now: "2026-01-01T00:00:00Z"               # optional
+        kueue_version: v0.13.5                     # optional: run as if the manifest recorded this release
         expect:                                    # [] for a clear case
           - cause: exceeds-max-quota
             severity: high                         # optional
@@ -22,7 +23,7 @@ Case file format (documented in docs/contributing.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,9 @@ class Case:
     namespace: str | None
     now: str | None
     expect: list[dict[str, Any]]
+    kueue_version: str | None = None
+    issue: str | None = None
+    """KD902: the known-issue id a clear case shows fixed (firing cases name it in `data.issue`)"""
 
     @property
     def id(self) -> str:
@@ -64,13 +68,16 @@ def load_cases() -> list[Case]:
             cases.append(Case(
                 check=doc["check"], file=path.name, name=raw["name"], snapshot=raw["snapshot"],
                 target=raw["target"], namespace=raw.get("namespace"), now=raw.get("now"),
-                expect=list(raw.get("expect") or []),
+                expect=list(raw.get("expect") or []), kueue_version=raw.get("kueue_version"),
+                issue=raw.get("issue"),
             ))
     return cases
 
 
 def run_case(case: Case) -> tuple[Verdict, list[Finding]]:
     snap = load_snapshot(str(FIXTURES / case.snapshot), now=parse_time(case.now) if case.now else None)
+    if case.kueue_version is not None:
+        snap.manifest = replace(snap.manifest, kueue_version=case.kueue_version)
     target = resolve(snap, case.target, case.namespace)
     classes = [c for c in discover() if c.code == case.check]
     assert classes, f"no check with code {case.check}"
