@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kueuediag.config import Settings
 from kueuediag.causes import all_causes
+from kueuediag.config import Settings
 from kueuediag.engine import _apply_ignore, _override, run_check
-from kueuediag.merge import merge_runs
 from kueuediag.health.catalog import Selection
+from kueuediag.merge import merge_runs
 from kueuediag.models import Finding, Outcome
 from kueuediag.snapshot.kueue import WorkloadView
 from kueuediag.snapshot.model import Snapshot
