@@ -489,14 +489,29 @@ def guarded(build: Callable[[dict[str, Any]], V]) -> Callable[[dict[str, Any]], 
     return wrapper
 
 
+_guarded_workload_view = guarded(workload_view)
+
+
+def workload_of(snap: Snapshot, obj: dict[str, Any]) -> WorkloadView:
+    """The view of one Workload object, built on first use and shared by every caller.
+
+    Resolving one target normalises only the Workloads it touches; `workloads()` hands out the very same
+    view objects, so identity comparisons between a target and a listed workload hold.
+    """
+    views: dict[int, WorkloadView] = snap.memo("workload-views", dict)
+    view = views.get(id(obj))
+    if view is None:
+        view = views[id(obj)] = _guarded_workload_view(obj)
+    return view
+
+
 def workloads(snap: Snapshot) -> list[WorkloadView]:
-    build = guarded(workload_view)
-    return snap.memo("workloads", lambda: [build(o) for o in snap.of_kind("Workload")])
+    return snap.memo("workloads", lambda: [workload_of(snap, o) for o in snap.of_kind("Workload")])
 
 
 def workload(snap: Snapshot, namespace: str, name: str) -> WorkloadView | None:
-    index = snap.memo("workloads-by-key", lambda: {(w.namespace, w.name): w for w in workloads(snap)})
-    return index.get((namespace, name))
+    obj = snap.get("Workload", name, namespace)
+    return workload_of(snap, obj) if obj is not None else None
 
 
 def workloads_by_cluster_queue(snap: Snapshot) -> dict[str, list[WorkloadView]]:
