@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any, TypeVar
 
 from kueuediag.errors import InputError
@@ -36,6 +37,16 @@ FlavorResource = tuple[str, str]
 
 
 # --- Workload -------------------------------------------------------------------------------------------------
+
+
+class WorkloadState(StrEnum):
+    """A Workload's state as Kueue derives it (pkg/workload Status()); `not-managed` is a job without one."""
+
+    PENDING = "pending"
+    QUOTA_RESERVED = "quota-reserved"
+    ADMITTED = "admitted"
+    FINISHED = "finished"
+    NOT_MANAGED = "not-managed"
 
 
 @dataclass
@@ -102,15 +113,15 @@ class WorkloadView:
         return bool(c and c.true)
 
     @property
-    def state(self) -> str:
+    def state(self) -> WorkloadState:
         """finished > admitted > quota-reserved > pending (pkg/workload Status())."""
         if self.is_true("Finished"):
-            return "finished"
+            return WorkloadState.FINISHED
         if self.is_true("Admitted"):
-            return "admitted"
+            return WorkloadState.ADMITTED
         if self.is_true("QuotaReserved"):
-            return "quota-reserved"
-        return "pending"
+            return WorkloadState.QUOTA_RESERVED
+        return WorkloadState.PENDING
 
     @property
     def holds_quota(self) -> bool:
