@@ -78,6 +78,7 @@ _BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("kueuediag.docs", "engine"),
     ("kueuediag.render", "engine"),
     ("kueuediag.live", "engine"),
+    ("kueuediag.health", "engine"),  # fleet health: runs checks and engine.diagnose over a shared snapshot
     ("kueuediag.check", "checks"),
     ("kueuediag_checks", "checks"),
     ("kueuediag.analysis", "analysis"),

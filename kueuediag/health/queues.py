@@ -12,14 +12,13 @@ from kueuediag.analysis.fair_sharing import fair_sharing_tree, fmt_fraction
 from kueuediag.analysis.guarantees import Violation, cohort_table, guarantee_violations, quota_table
 from kueuediag.analysis.queue_order import pending_queue
 from kueuediag.analysis.quota import quota_tree
-from kueuediag.check import ev
 from kueuediag.config import Settings
 from kueuediag.engine import _override
 from kueuediag.health.catalog import BY_ID, Selection
 from kueuediag.health.model import CohortRow, Item, QueueRow, QuotaCell
 from kueuediag.health.owners import CLUSTER, ask_owner, target_for
 from kueuediag.health.scope import Scope
-from kueuediag.models import Finding, ObjectRef, Severity
+from kueuediag.models import Finding, ObjectRef, Severity, ev
 from kueuediag.snapshot.kueue import ClusterQueueView, kueue_index, workloads_by_cluster_queue
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.timeutil import human_duration
