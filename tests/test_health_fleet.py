@@ -22,7 +22,7 @@ from kueuediag.health.model import HealthReport
 from kueuediag.models import Severity
 from kueuediag.registry import discover
 from kueuediag.render.health_json import render_health_json
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 
 ROOT = Path(__file__).resolve().parent.parent

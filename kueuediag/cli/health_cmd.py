@@ -168,7 +168,7 @@ def register(app: typer.Typer) -> None:
         def load() -> Snapshot:
             if source is not None:
                 from kueuediag.examples import resolve_source
-                from kueuediag.snapshot.model import load_snapshot
+                from kueuediag.snapshot.loader import load_snapshot
 
                 return load_snapshot(resolve_source(source), now=moment)
             return collect_live(settings, namespaces, moment)
