@@ -17,7 +17,8 @@ from kueuediag.causes import BY_SLUG, TIER_ORDER, Tier, all_causes
 from kueuediag.causes import cause as cause_of
 from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
-from kueuediag.errors import InputError
+from kueuediag.errors import InputError, KueuediagError
+from kueuediag.fixes import first_fix, verify
 from kueuediag.merge import merge_runs
 from kueuediag.models import (
     CheckResult,
@@ -34,7 +35,7 @@ from kueuediag.models import (
 from kueuediag.ranking import rank, verdict_cause
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
+from kueuediag.target import Target, resolve
 from kueuediag.timeutil import human_duration
 
 
@@ -151,7 +152,10 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
     )
 
 
-def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings) -> Verdict:
+def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings,
+             verify_fixes: bool = True) -> Verdict:
+    """Run the checks, merge and rank the findings, and check every patch-backed fix against a patched copy of
+    the snapshot (kueuediag.fixes) so that only fixes that help are printed."""
     checks = select_checks(classes, settings)
     cls_map = {c.code: type(c) for c in checks}
     runs = [_apply_ignore(run_check(check, snap, target), settings) for check in checks]
@@ -159,6 +163,8 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
     findings = [f for f in (_override(f, settings, cls_map) for f in merged) if f is not None]
     info = workload_info(snap, target)
     ranked = rank(findings)
+    if verify_fixes:
+        ranked = _with_verified_fixes(snap, target, classes, settings, ranked)
     cause, layer = verdict_cause(ranked)
     confidence, unseen = verdict_confidence(ranked, runs)
     return Verdict(
@@ -166,8 +172,23 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
         findings=tuple(ranked), runs=tuple(runs),
         captured_at=snap.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         snapshot_errors=tuple(f"{what}: {err}" for what, err in snap.manifest.errors),
-        confidence=confidence, unseen=tuple(unseen),
+        confidence=confidence, unseen=tuple(unseen), first_fix=first_fix(r.finding for r in ranked),
     )
+
+
+def _with_verified_fixes(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings,
+                         ranked: Sequence[RankedFinding]) -> list[RankedFinding]:
+    def again(patched: Snapshot) -> list[Finding]:
+        try:
+            moved = resolve(patched, target.query, target.namespace)
+        except KueuediagError:  # the fix removed the target itself: nothing left to be pending
+            return []
+        verdict = diagnose(patched, moved, classes, settings, verify_fixes=False)
+        return [r.finding for r in verdict.findings]
+
+    w = target.workload
+    checked = verify(snap, [r.finding for r in ranked], again, pending=(w.namespace, w.name) if w else None)
+    return [r.model_copy(update={"finding": f}) for r, f in zip(ranked, checked, strict=True)]
 
 
 _UNSEEN = (Outcome.COULD_NOT_CHECK, Outcome.ERRORED)

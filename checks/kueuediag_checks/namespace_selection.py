@@ -91,7 +91,8 @@ class NamespaceSelection(Check):
             fixes.append(fix)
         fixes.append(
             f"Or widen the selector: `kubectl patch clusterqueue {cq.name} --type merge -p "
-            '\'{"spec":{"namespaceSelector":{}}}\'` (selects every namespace).'
+            '\'{"spec":{"namespaceSelector":{"matchLabels":null,"matchExpressions":null}}}\'` (selects every '
+            "namespace; a merge patch with an empty selector would change nothing)."
         )
         evidence = [
             ev(

@@ -1,4 +1,4 @@
-"""KD901 system-health: cluster health that stalls Kueue (talk step 6)."""
+"""KD901 system-health: cluster health that stalls Kueue (zombie pods, controller, nodes, recent changes)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from kueuediag.analysis.health import (
 )
 from kueuediag.analysis.installation import installation
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import Confidence, Evidence, Finding, Fix, Patch, Severity
 from kueuediag.snapshot.k8s import NodeView, meta
 from kueuediag.snapshot.kueue import KueueIndex, WorkloadView, kueue_index, nodes
 from kueuediag.snapshot.model import Part, Snapshot
@@ -48,7 +48,7 @@ class _Ctx:
 
 
 class SystemHealth(Check):
-    """Looks for cluster and controller health problems that stall admission (the talk's step 6).
+    """Looks for cluster and controller health problems that stall admission.
 
     What it detects:
         * zombie pods: pods still Terminating after `deletionTimestamp` + `deletionGracePeriodSeconds`
@@ -68,9 +68,9 @@ class SystemHealth(Check):
 
     Why the workload stays pending:
         A preemptor waits until its victims release quota; a victim whose pod is a zombie never does, and
-        heads of several ClusterQueues may all target it (talk bug 2). A controller that is down admits
+        heads of several ClusterQueues may all target it. A controller that is down admits
         nothing. Nodes that are gone shrink what kube-scheduler can place. A change to queues or to the Kueue
-        configuration (enabling fair sharing, talk bug 3) can start the wait.
+        configuration (such as enabling fair sharing) can start the wait.
         A health item is about the workload only when it plausibly explains it: controller down while it is
         pending, a zombie or victim holding quota in its ClusterQueue or cohort tree, unhealthy nodes in its
         flavors, a change close to when it started waiting. Everything else is reported as context.
@@ -149,11 +149,12 @@ class SystemHealth(Check):
                 f"is gone (NotReady node) or a pod was deleted while pulling its image.{why}",
                 severity=severity, confidence=Confidence.HIGH,
                 evidence=[e for z in group[:5] for e in _zombie_evidence(z)],
-                remediation=[
-                    *(f"kubectl delete pod {z.pod.name} -n {z.pod.namespace} --force --grace-period=0"
-                      for z in group[:3]),
-                    "Repair or remove the NotReady node; alert on pods Terminating past their grace period.",
-                ],
+                remediation=["Repair or remove the NotReady node; alert on pods Terminating past their grace "
+                             "period."],
+                fixes=[Fix(text=f"Force-delete the zombie pod {z.pod.name} (its node stopped answering).",
+                           patch=Patch(kind="Pod", name=z.pod.name, namespace=z.pod.namespace, delete=True,
+                                       flags=("--force", "--grace-period=0")))
+                       for z in group[:3]],
                 about_target=about,
                 data={"pods": [f"{z.pod.namespace}/{z.pod.name}" for z in group],
                       "oldest_overdue_seconds": round(oldest.overdue_seconds)},
@@ -205,9 +206,13 @@ class SystemHealth(Check):
                 evidence.append(ev("object", f"deletionTimestamp {format_rfc3339(p.deletion) if p.deletion else '?'},"
                                    f" phase {p.phase}", kind="Pod", name=p.name, namespace=p.namespace,
                                    field="metadata.deletionTimestamp"))
-        remediation = [f"kubectl delete pod {p.name} -n {p.namespace} --force --grace-period=0"
-                       for v in group[:2] for p in v.zombies[:2]]
+        remediation: list[str] = []
+        fixes = [Fix(text=f"Force-delete the zombie pod {p.name} (past its grace period, still counted).",
+                     patch=Patch(kind="Pod", name=p.name, namespace=p.namespace, delete=True,
+                                 flags=("--force", "--grace-period=0")))
+                 for v in group[:2] for p in v.zombies[:2]]
         if cause == "slow-preemption":
+            fixes = []
             remediation = ["Shorten terminationGracePeriodSeconds / preStop hooks of preemptible workloads.",
                            "Kueue >= v0.17: enable the FastQuotaReleaseInPodIntegration feature gate for plain "
                            "pods (--feature-gates=FastQuotaReleaseInPodIntegration=true)."]
@@ -217,8 +222,8 @@ class SystemHealth(Check):
             f"but still holds quota. {why}",
             severity=Severity.HIGH if about else Severity.MEDIUM,
             confidence=Confidence.HIGH if cause == "stuck-preemption-target" else Confidence.MEDIUM,
-            evidence=evidence, remediation=remediation or None, about_target=about,
-            data={"victims": [v.workload.ref() for v in group],
+            evidence=evidence, remediation=remediation or (None if not fixes else []), about_target=about,
+            fixes=fixes, data={"victims": [v.workload.ref() for v in group],
                   "held_seconds": round(first.held_seconds or 0)},
         )
 
@@ -369,7 +374,7 @@ class SystemHealth(Check):
                 else f"The snapshot was captured at {format_rfc3339(anchor)}")
         return [self.finding(
             "config-change", title,
-            "Changes close to the moment things went wrong are the first suspects (the talk's third bug: "
+            "Changes close to the moment things went wrong are the first suspects (in one known incident, "
             f"guarantee violations began when fair sharing was enabled). {when}; within "
             f"{human_duration(window)}: " + "; ".join(items) + ".",
             severity=Severity.MEDIUM if about else Severity.LOW, confidence=Confidence.LOW,

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from kueuediag import __version__
-from kueuediag.models import Evidence, Verdict
+from kueuediag.models import Evidence, Fix, Verdict
 
 SCHEMA = "kueuediag/why/v1"
 
@@ -32,6 +32,23 @@ def _evidence(e: Evidence) -> dict[str, Any]:
     }
 
 
+def fix_dict(x: Fix) -> dict[str, Any]:
+    """A fix as JSON: status says what re-evaluating the snapshot showed (docs/json-output.md)."""
+    p = x.patch
+    return {
+        "text": x.text,
+        "command": x.command,
+        "status": x.status.value,
+        "stopGap": x.stop_gap,
+        "note": x.note or None,
+        "patch": None if p is None else {
+            "kind": p.kind, "name": p.name, "namespace": p.namespace,
+            "type": "delete" if p.delete else ("json" if p.json_ops else "merge"),
+            "patch": list(p.json_ops) if p.json_ops else (p.merge or None),
+        },
+    }
+
+
 def verdict_dict(v: Verdict) -> dict[str, Any]:
     w = v.workload
     return {
@@ -49,7 +66,8 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
             "priority": w.priority,
         },
         "verdict": {"cause": v.cause, "layer": v.layer.value, "headline": v.headline,
-                    "confidence": v.confidence.label, "unseen": list(v.unseen)},
+                    "confidence": v.confidence.label, "unseen": list(v.unseen),
+                    "firstFix": fix_dict(v.first_fix) if v.first_fix else None},
         "findings": [
             {
                 "rank": r.rank,
@@ -67,6 +85,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
                 "docs": r.finding.docs,
                 "data": r.finding.data,
                 "contributors": list(r.finding.contributors),
+                "fixes": [fix_dict(x) for x in r.finding.fixes],
             }
             for r in v.findings
         ],
