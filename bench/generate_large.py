@@ -1,6 +1,11 @@
-"""Generate the scale benchmark snapshot: 1,250 nodes, 200 ClusterQueues, 50,000 Workloads, 20,000 Pods.
+"""Generate the scale benchmark snapshot of a ~10,000-GPU cluster.
 
-Deterministic (seeded). Writes kubectl-style JSON Lists under OUT/objects/ plus manifest.json (~230 MB).
+At ``--scale 1``: 1,250 nodes (8 GPUs each), 200 ClusterQueues in a 3-level cohort tree (root → 4 divisions →
+21 orgs → ClusterQueues), 50,000 Workloads (5,000 pending), 50,000 Jobs, 20,000 Pods, the scheduler's events,
+6 h of Kueue metrics at a 60 s step and 100,000 controller log lines (~230 MB). Every count scales linearly.
+
+Deterministic (seeded): the same scale always writes the same bytes. Writes kubectl-style JSON Lists under
+OUT/objects/, OUT/metrics/kueue.om, OUT/logs/kueue-controller-manager.log and OUT/manifest.json.
 
     python bench/generate_large.py /tmp/kd-large [--scale 1.0]
 """
@@ -48,6 +53,86 @@ def pod_template(rng: random.Random, gpus: int) -> dict:
                                  {"name": "dshm", "emptyDir": {"medium": "Memory"}}]}}
 
 
+def scheduler_events(workloads: list[dict]) -> list[dict]:
+    """The scheduler's Pending event for every pending Workload (what `kubectl get events` shows)."""
+    events = []
+    for w in workloads:
+        conds = w["status"]["conditions"]
+        if conds and conds[0]["status"] == "False":
+            m = w["metadata"]
+            events.append({
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": f"{m['name']}.18a{len(events):07x}", "namespace": m["namespace"],
+                             "creationTimestamp": conds[0]["lastTransitionTime"]},
+                "involvedObject": {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": m["name"],
+                                   "namespace": m["namespace"], "uid": m["uid"]},
+                "reason": "Pending", "message": conds[0]["message"], "type": "Normal",
+                "source": {"component": "kueue-admission"}, "count": 1,
+                "firstTimestamp": conds[0]["lastTransitionTime"], "lastTimestamp": conds[0]["lastTransitionTime"],
+            })
+    return events
+
+
+def write_metrics(path: Path, cq_names: list[str], rng: random.Random) -> int:
+    """Six hours of the Kueue series the checks read, one sample a minute, as OpenMetrics with timestamps."""
+    end = int(NOW.timestamp())
+    steps = range(end - 6 * 3600, end + 1, 60)
+    series = 0
+    with open(path, "w") as fh:
+        fh.write("# TYPE kueue_build_info gauge\n")
+        fh.write(f'kueue_build_info{{git_version="v0.19.2",replica_role="leader"}} 1 {end}\n')
+        series += 1
+        fh.write("# TYPE kueue_pending_workloads gauge\n")
+        for cq in cq_names:
+            base = rng.randint(5, 40)
+            for status in ("active", "inadmissible"):
+                series += 1
+                fh.writelines(f'kueue_pending_workloads{{cluster_queue="{cq}",status="{status}",'
+                              f'replica_role="leader"}} {base + (t // 600) % 7} {t}\n' for t in steps)
+        for family, label in (("kueue_admitted_workloads", "cluster_queue"),
+                              ("kueue_preempted_workloads", "preempting_cluster_queue")):
+            fh.write(f"# TYPE {family} counter\n")
+            for cq in cq_names:
+                series += 1
+                count, rate = rng.randint(100, 5000), rng.random() * 0.3
+                lines = []
+                for t in steps:
+                    count += 1 if rng.random() < rate else 0
+                    lines.append(f'{family}_total{{{label}="{cq}",replica_role="leader"}} {count} {t}\n')
+                fh.writelines(lines)
+        fh.write("# EOF\n")
+    return series
+
+
+def write_logs(path: Path, workloads: list[dict], n_lines: int, rng: random.Random) -> int:
+    """Scheduler log lines at --zap-log-level=3 (zap JSON), spread over the last six hours."""
+    pending = [w for w in workloads if w["status"]["conditions"][0]["status"] == "False"] or workloads
+    start = NOW - timedelta(hours=6)
+    with open(path, "w") as fh:
+        for i in range(n_lines):
+            w = pending[rng.randrange(len(pending))]["metadata"]
+            at = (start + timedelta(seconds=i * 6 * 3600 / max(n_lines, 1))).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            ref = {"name": w["name"], "namespace": w["namespace"]}
+            cq = {"name": w["namespace"]}
+            if i % 3 == 0:
+                line = {"level": "Level(-2)", "ts": at, "logger": "scheduler", "caller": "scheduler/scheduler.go:291",
+                        "msg": "Attempting to schedule workload", "schedulingCycle": 100_000 + i // 3,
+                        "workload": ref, "clusterQueue": cq, "replica-role": "leader"}
+            elif i % 3 == 1:
+                line = {"level": "Level(-3)", "ts": at, "logger": "scheduler", "caller": "scheduler/logging.go:40",
+                        "msg": "Workload evaluated for admission", "schedulingCycle": 100_000 + i // 3,
+                        "workload": ref, "clusterQueue": cq, "status": "",
+                        "reason": "couldn't assign flavors to pod set main: insufficient unused quota for "
+                                  "nvidia.com/gpu in flavor h100, 8 more needed", "replica-role": "leader"}
+            else:
+                line = {"level": "Level(-2)", "ts": at, "logger": "scheduler", "caller": "scheduler/scheduler.go:763",
+                        "msg": "Workload re-queued", "schedulingCycle": 100_000 + i // 3, "workload": ref,
+                        "clusterQueue": cq, "queue": {"name": "default", "namespace": w["namespace"]},
+                        "requeueReason": "", "added": True, "status": "", "replica-role": "leader"}
+            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+    return n_lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -81,10 +166,17 @@ def main() -> None:
                      "metadata": {"name": f, "uid": uid(rng), "creationTimestamp": ts(86400 * 60)},
                      "spec": {"nodeLabels": {"cloud.google.com/gke-accelerator": f},
                               "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}]}})
+    n_div = 4
+    objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                 "metadata": {"name": "root", "uid": uid(rng), "creationTimestamp": ts(86400 * 60)}, "spec": {}})
+    for d in range(n_div):
+        objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                     "metadata": {"name": f"division-{d}", "uid": uid(rng), "creationTimestamp": ts(86400 * 60)},
+                     "spec": {"parentName": "root"}})
     for c in range(n_cq // 10 + 1):
         objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
                      "metadata": {"name": f"org-{c}", "uid": uid(rng), "creationTimestamp": ts(86400 * 60)},
-                     "spec": {"parentName": "root"}})
+                     "spec": {"parentName": f"division-{c % n_div}"}})
     cq_names = [f"team-{i:03d}" for i in range(n_cq)]
     for i, cq in enumerate(cq_names):
         objs.append({
@@ -95,7 +187,7 @@ def main() -> None:
                      "resourceGroups": [{"coveredResources": ["cpu", "memory", GPU], "flavors": [
                          {"name": f, "resources": [{"name": "cpu", "nominalQuota": "1200"},
                                                    {"name": "memory", "nominalQuota": "9600Gi"},
-                                                   {"name": GPU, "nominalQuota": "48"}]} for f in flavors]}]},
+                                                   {"name": GPU, "nominalQuota": "12"}]} for f in flavors]}]},
             "status": {"conditions": [{"type": "Active", "status": "True", "reason": "Ready",
                                        "message": "Can admit new workloads", "lastTransitionTime": ts(86400 * 60)}]},
         })
@@ -113,7 +205,8 @@ def main() -> None:
         job_uid = uid(rng)
         name = f"exp-{i:06d}"
         created = rng.uniform(60, 86400 * 3)
-        admitted = rng.random() < 0.3
+        roll = rng.random()
+        admitted, finished = roll >= 0.1, roll >= 0.14  # 10 % pending, 4 % running, 86 % finished
         conds = []
         status: dict = {}
         if admitted:
@@ -122,6 +215,9 @@ def main() -> None:
                       "message": f"Quota reserved in ClusterQueue {ns}", "lastTransitionTime": ts(created - 5)},
                      {"type": "Admitted", "status": "True", "reason": "Admitted",
                       "message": "The workload is admitted", "lastTransitionTime": ts(created - 5)}]
+            if finished:
+                conds.append({"type": "Finished", "status": "True", "reason": "Succeeded",
+                              "message": "Job finished successfully", "lastTransitionTime": ts(created / 2)})
             status["admission"] = {"clusterQueue": ns, "podSetAssignments": [{
                 "name": "main", "count": 1, "flavors": {"cpu": fl, "memory": fl, GPU: fl},
                 "resourceUsage": {"cpu": str(gpus * 12), "memory": f"{gpus * 96}Gi", GPU: str(gpus)}}]}
@@ -149,8 +245,12 @@ def main() -> None:
                      "spec": {"suspend": not admitted, "parallelism": 1, "completions": 1,
                               "template": pod_template(rng, gpus)}})
     pods = []
+    running = [w for w in workloads if len(w["status"]["conditions"]) == 2]
+    done = [w for w in workloads if len(w["status"]["conditions"]) == 3]
     for i in range(n_pods):
-        wl = workloads[i % len(workloads)]
+        # the running workloads' pods first, then completed pods of finished workloads (kept by the Job)
+        wl = running[i] if i < len(running) else done[(i - len(running)) % len(done)]
+        phase = "Running" if i < len(running) else "Succeeded"
         gpus = int(wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"][GPU])
         node = nodes[rng.randrange(len(nodes))]
         pods.append({
@@ -164,7 +264,7 @@ def main() -> None:
                                               "uid": wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"],
                                               "controller": True}]},
             "spec": dict(pod_template(rng, gpus)["spec"], nodeName=node["metadata"]["name"]),
-            "status": {"phase": "Running", "hostIP": "10.0.0.1", "podIP": f"10.8.{i // 250}.{i % 250}",
+            "status": {"phase": phase, "hostIP": "10.0.0.1", "podIP": f"10.8.{i // 250}.{i % 250}",
                        "startTime": wl["metadata"]["creationTimestamp"],
                        "conditions": [{"type": t, "status": "True", "lastTransitionTime": wl["metadata"][
                            "creationTimestamp"]} for t in ("PodReadyToStartContainers", "Initialized", "Ready",
@@ -177,15 +277,22 @@ def main() -> None:
                                               "state": {"running": {"startedAt": wl["metadata"][
                                                   "creationTimestamp"]}}}]},
         })
-    target = workloads[1]["metadata"]
+    events = scheduler_events(workloads)
+    target = next(w for w in workloads if w["status"]["conditions"][0]["status"] == "False")["metadata"]
     manifest = {"format": "kueuediag-snapshot/v1", "capturedAt": NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "cluster": "bench-large", "kueueVersion": "v0.19.2", "errors": [],
                 "benchTarget": {"workload": target["name"], "namespace": target["namespace"]}}
     (out / "manifest.json").write_text(json.dumps(manifest))
-    for name, items in (("nodes", nodes), ("kueue", objs), ("workloads", workloads), ("jobs", jobs), ("pods", pods)):
+    for name, items in (("nodes", nodes), ("kueue", objs), ("workloads", workloads), ("jobs", jobs), ("pods", pods),
+                        ("events", events)):
         with open(out / "objects" / f"{name}.json", "w") as fh:
             json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh)
-    print(f"wrote {out}: {n_nodes} nodes, {n_cq} ClusterQueues, {n_wl} workloads, {n_pods} pods")
+    (out / "metrics").mkdir(exist_ok=True)
+    n_series = write_metrics(out / "metrics" / "kueue.om", cq_names, rng)
+    (out / "logs").mkdir(exist_ok=True)
+    n_lines = write_logs(out / "logs" / "kueue-controller-manager.log", workloads, int(100_000 * args.scale), rng)
+    print(f"wrote {out}: {n_nodes} nodes, {n_cq} ClusterQueues, {n_wl} workloads, {n_pods} pods, "
+          f"{len(events)} events, {n_series} metric series, {n_lines} log lines")
 
 
 if __name__ == "__main__":

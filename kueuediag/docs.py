@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import textwrap
 
+from kueuediag.analysis.known_issues import KnownIssue, known_issues
 from kueuediag.causes import BY_SLUG, CAUSES
 from kueuediag.check import DOC_SECTIONS, Check
 from kueuediag.errors import TargetNotFound
@@ -43,7 +44,8 @@ def cause_page(slug: str) -> str:
     c = BY_SLUG[slug]
     return "\n".join([
         f"# cause `{c.slug}`: {c.title}", "",
-        f"- Layer: {c.layer.value}", f"- Ranking tier: {c.tier.value}", f"- Owning check: {c.owner}", "",
+        f"- Layer: {c.layer.value}", f"- Ranking tier: {c.tier.value}", f"- Owning check: {c.owner}",
+        *([f"- Documentation: {c.docs}"] if c.docs else []), "",
         "## What it means", "", c.description, "", "## What to do", "", c.remediation, "",
     ])
 
@@ -105,6 +107,75 @@ def versions_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def known_issues_page() -> str:
+    """docs/known-issues.md: KD902's table of upstream bugs, from kueuediag/data/known_issues.yaml."""
+    issues = known_issues()
+    lines = ["# Known upstream Kueue issues", "",
+             "Generated from kueuediag/data/known_issues.yaml (`python -m kueuediag.docs`); KD902 (`known-issues`) "
+             "matches a snapshot against it. Sources: the kubernetes-sigs/kueue release notes "
+             "(CHANGELOG/CHANGELOG-0.9.md … CHANGELOG-0.19.md) and the linked issues and PRs.", "",
+             "Confidence is graded by what the snapshot recorded: the bug's fingerprint in objects is **high**; an "
+             "affected version with a matching log line and the required configuration, without object evidence, "
+             "is **medium**; an affected version alone never fires.", "",
+             f"{len(issues)} entries.", "",
+             "| bug | refs | affected | fixed in | effect | signature |", "|---|---|---|---|---|---|"]
+    for i in issues:
+        affected = f">= {i.introduced}" if i.introduced else "all releases with the feature"
+        fixed = ", ".join(i.fixed_in) if i.fixed_in else f"mitigated by {i.mitigation_gate} (>= {i.gate_since})"
+        lines.append(f"| [{i.title}](#{i.id}) | {', '.join(i.issues + i.prs)} | {affected} | {fixed} | {i.effect} | "
+                     f"{_signature_kinds(i)} |")
+    for i in issues:
+        lines += ["", f"## {i.id}", "", f"**{i.title}** ({', '.join(i.issues + i.prs)})", "", i.meaning, "",
+                  f"- Affected: {'>= ' + i.introduced if i.introduced else 'every release with the feature'}, "
+                  f"before the fix", f"- Fixed in: {', '.join(i.fixed_in) or '—'}"
+                  + (f"; mitigated by the {i.mitigation_gate} gate (>= {i.gate_since})" if i.mitigation_gate else ""),
+                  f"- Effect: {i.effect}"]
+        lines += [f"- Requires: {r}" for r in _requirements(i)]
+        lines += [f"- Object evidence: {e}" for e in _evidence_text(i)]
+        lines += [f"- Log signature: {s.signature or '`' + (s.regex or '') + '`'}" for s in i.logs]
+        lines += [f"- Workaround: {i.workaround}"]
+        if i.changelog:
+            lines += [f"- Release note: \"{i.changelog}\""]
+    return "\n".join(lines) + "\n"
+
+
+def _signature_kinds(i: KnownIssue) -> str:
+    kinds = []
+    if i.evidence or i.detector:
+        kinds.append("objects")
+    if i.logs:
+        kinds.append("logs")
+    if i.gates or i.config or i.required_objects:
+        kinds.append("configuration")
+    return " + ".join(kinds)
+
+
+def _requirements(i: KnownIssue) -> list[str]:
+    out = [f"feature gate {g}={'true' if v else 'false'}" for g, v in i.gates.items()]
+    out += [f"Configuration `{p}` {', '.join(f'{k} {v}' for k, v in pred.items())}" for p, pred in i.config.items()]
+    out += [f"a {c.kind} with " + "; ".join(f"`{p}` {', '.join(f'{k} {v}' for k, v in w.items())}"
+                                            for p, w in c.where.items()) for c in i.required_objects]
+    return out
+
+
+def _evidence_text(i: KnownIssue) -> list[str]:
+    if i.detector:
+        return [f"detector `{i.detector}` (kueuediag/analysis/known_issues.py)"]
+    out = []
+    for alt in i.evidence:
+        parts = []
+        for c in alt:
+            if c.controller:
+                parts.append(f"the Kueue controller is {c.controller}")
+                continue
+            cond = "; ".join(f"`{p}` {', '.join(f'{k} {v}' for k, v in w.items())}" for p, w in c.where.items())
+            extra = " whose Workload holds quota" if c.workload_holds_quota else (
+                f" whose Workload is {c.workload_state}" if c.workload_state else "")
+            parts.append(f"a {c.kind}{extra} with {cond}")
+        out.append(" and ".join(parts))
+    return out
+
+
 def generated_pages() -> dict[str, str]:
     """relative path under docs/ → content."""
     from kueuediag.registry import discover
@@ -114,6 +185,7 @@ def generated_pages() -> dict[str, str]:
     pages["checks/README.md"] = checks_index(classes)
     pages["causes.md"] = causes_index()
     pages["versions.md"] = versions_page()
+    pages["known-issues.md"] = known_issues_page()
     return pages
 
 

@@ -17,7 +17,7 @@ from kueuediag.causes import BY_SLUG, TIER_ORDER, Tier, all_causes
 from kueuediag.causes import cause as cause_of
 from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
-from kueuediag.errors import InputError, KueuediagError
+from kueuediag.errors import InputError, KueuediagError, MalformedObject
 from kueuediag.fixes import first_fix, verify
 from kueuediag.merge import merge_runs
 from kueuediag.models import (
@@ -54,6 +54,11 @@ def matches(selector: str, cls: type[Check]) -> bool:
 def select_checks(classes: Sequence[type[Check]], settings: Settings) -> list[Check]:
     chosen = []
     known = {c.code for c in classes}
+    for cls in classes:
+        try:
+            cls.register_causes()  # a plugin class handed in directly (tests, kueuediag.testing)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     for sel in settings.select + settings.ignore + list(settings.severity):
         if not any(matches(sel, c) for c in classes) and sel not in BY_SLUG:
             raise InputError(f"unknown check, family or cause {sel!r} in select/ignore/severity")
@@ -80,6 +85,9 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
         if why:
             return CheckRun(**base, outcome=Outcome.COULD_NOT_CHECK, input=part.value, reason=why)
     if check.needs_workload and target.workload is None:
+        if target.workload_unknown:  # its collection failed: unknown, not absent
+            return CheckRun(**base, outcome=Outcome.COULD_NOT_CHECK, input="workloads",
+                            reason=f"the target's Workload could not be read ({target.workload_unknown})")
         return CheckRun(**base, outcome=Outcome.NOT_APPLICABLE, reason="no Workload exists for this target")
     start = time.perf_counter()
     try:
@@ -88,25 +96,46 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
         result = CheckResult.could_not_check(exc.input, exc.reason)
     except NotApplicable as exc:
         result = CheckResult.not_applicable(exc.reason)
-    except InputError:
-        raise  # bad input (a junk quantity in an object the check read) is the user's to fix: exit 2
+    except MalformedObject as exc:
+        if is_target_object(exc, target):
+            raise  # the target itself is unreadable: the user's to fix, exit 2
+        text = str(exc)
+        result = CheckResult.could_not_check(exc.ref, text.removeprefix(f"{exc.ref}: ") or text)
+    except InputError as exc:  # another unreadable input (metrics file, Kueue configuration): this check only
+        result = CheckResult.could_not_check("snapshot input", str(exc))
     except Exception as exc:  # isolation: one broken check must not break the diagnosis
         result = CheckResult(outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}")
     elapsed = (time.perf_counter() - start) * 1000
     return CheckRun(**base, **dict(result), duration_ms=round(elapsed, 2))
 
 
+def is_target_object(exc: MalformedObject, target: Target) -> bool:
+    """The malformed object is the target's own Workload or the job object that owns it."""
+    objs = [target.owner] if target.owner is not None else []
+    if target.workload is not None:
+        objs.append(target.workload.obj)
+    return any(
+        str(o.get("kind")) == exc.kind and meta(o).get("name") == exc.name
+        and (meta(o).get("namespace") or None) == exc.namespace
+        for o in objs
+    )
+
+
 def as_result(returned: CheckResult | list[Finding]) -> CheckResult:
     """Accept the v1 return shape (a list of findings) next to CheckResult.
 
-    A non-empty list fired. An empty list says nothing about what was looked at, so it is not taken as
-    "ruled out": the run is marked ruled out with the reason that the check gave no evidence.
+    A non-empty list fired. An empty list says nothing about what was looked at, so it is never taken as
+    "ruled out": the run is errored with a message that tells the check's author what to return instead.
     """
     if isinstance(returned, CheckResult):
         return returned
     if returned:
         return CheckResult.fired(returned)
-    return CheckResult(outcome=Outcome.RULED_OUT, reason="no finding (the check gave no evidence)")
+    return CheckResult(outcome=Outcome.ERRORED, reason=EMPTY_LIST)
+
+
+EMPTY_LIST = ("returned an empty list, which says nothing about what was looked at: return "
+              "CheckResult.ruled_out(evidence), could_not_check(input, reason) or not_applicable(reason)")
 
 
 def _override(f: Finding, settings: Settings, cls_map: dict[str, type[Check]]) -> Finding | None:
@@ -140,7 +169,7 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
                           namespace=meta(target.owner).get("namespace"))
     if w is None:
         return WorkloadInfo(namespace=target.namespace, name=None, owner=owner, local_queue=target.local_queue,
-                            cluster_queue=None, state="not-managed")
+                            cluster_queue=None, state="unknown" if target.workload_unknown else "not-managed")
     pending = None
     if w.state in ("pending", "quota-reserved"):
         since = w.queue_order_time

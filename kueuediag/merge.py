@@ -9,7 +9,9 @@ Each cause has one owning check (`Cause.owner`). Other checks that see supportin
 * the finding is about the target when any part of it is;
 * `contributors` lists the codes of the checks whose evidence was folded in;
 * when the owner did not fire, the first contribution becomes the finding for its cause at its own severity
-  and confidence (stamped with the contributing check's code), and later ones fold into it.
+  and confidence (stamped with the contributing check's code), and later ones fold into it — except when the
+  owner looked and ruled the cause out: then the two disagree, and the finding is kept at low confidence with
+  a sentence naming the owner's ruling.
 
 Several findings of one cause from the owner stay separate: that is the owner's decision.
 """
@@ -18,15 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kueuediag.causes import cause
 from kueuediag.check import DOCS_BASE
-from kueuediag.models import CheckRun, Contribution, Finding
+from kueuediag.models import CheckRun, Confidence, Contribution, Finding, Outcome
 
 
 def contribution_finding(code: str, check: str, c: Contribution) -> Finding:
     """The finding a contribution stands for when its cause's owner did not fire."""
     return Finding(
         code=code, check=check, cause=c.cause, title=c.title, message=c.message, severity=c.severity,
-        confidence=c.confidence, evidence=c.evidence, remediation=c.remediation, docs=f"{DOCS_BASE}/{code}.md",
+        confidence=c.confidence, evidence=c.evidence, remediation=c.remediation or (cause(c.cause).remediation,),
+        docs=f"{DOCS_BASE}/{code}.md",
         about_target=c.about_target, data=dict(c.data),
     )
 
@@ -67,12 +71,27 @@ def merge_runs(runs: Sequence[CheckRun], owners: dict[str, str]) -> list[Finding
     for i, f in enumerate(out):
         if f.cause not in first or (owners.get(f.cause) == f.code and out[first[f.cause]].code != f.code):
             first[f.cause] = i
+    by_code = {r.code: r for r in runs}
     for run in runs:
         for c in run.contributions:
             at = first.get(c.cause)
             if at is None:
                 first[c.cause] = len(out)
-                out.append(contribution_finding(run.code, run.check, c))
+                owner = by_code.get(owners.get(c.cause, ""))
+                out.append(contribution_finding(run.code, run.check, _contested(c, owner)))
             else:
                 out[at] = fold(out[at], run.code, c)
     return out
+
+
+def _contested(c: Contribution, owner: CheckRun | None) -> Contribution:
+    """A contribution whose owner looked and ruled the cause out: kept, but at low confidence and saying so.
+
+    The two checks disagree; the output shows both instead of choosing silently (STYLE.md §15).
+    """
+    if owner is None or owner.outcome is not Outcome.RULED_OUT:
+        return c
+    why = f" {owner.code} {owner.check} ruled this cause out"
+    if owner.evidence:
+        why += f" ({owner.evidence[0].observed})"
+    return c.model_copy(update={"confidence": Confidence.LOW, "message": c.message + why + "."})

@@ -9,7 +9,7 @@ import pytest
 
 from kueuediag.check import Check, CouldNotCheck, NotApplicable, ev
 from kueuediag.config import Settings
-from kueuediag.engine import diagnose, matches, select_checks
+from kueuediag.engine import EMPTY_LIST, diagnose, matches, select_checks
 from kueuediag.errors import InputError
 from kueuediag.models import CheckResult, Confidence, Finding, Outcome, Severity
 from kueuediag.ranking import rank
@@ -191,8 +191,8 @@ def test_four_outcomes_carry_what_backs_them(basic: tuple[Snapshot, Target]) -> 
     assert (runs["KD994"].outcome, runs["KD994"].input) == (Outcome.COULD_NOT_CHECK, "nodes")
     assert "403" in runs["KD994"].reason
     assert (runs["KD995"].outcome, runs["KD995"].reason) == (Outcome.NOT_APPLICABLE, "the workload is not pending")
-    # an empty list says nothing about what was looked at: no evidence, and the reason says so
-    assert runs["KD997"].evidence == () and runs["KD997"].reason == "no finding (the check gave no evidence)"
+    # an empty list says nothing about what was looked at: never "ruled out"
+    assert runs["KD997"].outcome is Outcome.ERRORED and runs["KD997"].reason == EMPTY_LIST
 
 
 def test_ruled_out_without_evidence_is_refused() -> None:

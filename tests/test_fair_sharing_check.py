@@ -13,6 +13,7 @@ from kueuediag.models import Confidence, Severity
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot, read_snapshot
 from kueuediag.target import resolve
+from kueuediag.testing import findings_of
 
 Edit = Callable[[list[dict[str, Any]]], None]
 
@@ -40,7 +41,7 @@ def _drop_version_sources(objects: list[dict[str, Any]]) -> None:
 
 
 def _run(snap: Snapshot, job: str, ns: str) -> list[Any]:
-    return FairSharing().run(snap, resolve(snap, job, ns))
+    return findings_of(FairSharing().run(snap, resolve(snap, job, ns)))
 
 
 def test_unknown_version_zero_share_is_the_bug_signature(fixtures_dir: Path) -> None:

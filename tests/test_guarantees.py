@@ -16,6 +16,7 @@ from kueuediag.snapshot.kueue import workload
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot, read_snapshot
 from kueuediag.target import resolve
+from kueuediag.testing import findings_of
 
 
 def _load(fixtures_dir: Path, name: str, edit: Any = None) -> Snapshot:
@@ -83,11 +84,11 @@ def test_full_queue_has_no_violation(fixtures_dir: Path) -> None:
 def test_thresholds_are_options(fixtures_dir: Path) -> None:
     snap = _load(fixtures_dir, "guarantee-churn")
     target = resolve(snap, "job/train-shard-5", "research")
-    default = GuaranteeViolation().run(snap, target)
+    default = findings_of(GuaranteeViolation().run(snap, target))
     assert [f.severity for f in default] == [Severity.INFO]
-    strict = GuaranteeViolation({"churn_minutes": 1, "violation_minutes": 2}).run(snap, target)
+    strict = findings_of(GuaranteeViolation({"churn_minutes": 1, "violation_minutes": 2}).run(snap, target))
     assert [f.severity for f in strict] == [Severity.HIGH]
-    medium = GuaranteeViolation({"churn_minutes": "1", "violation_minutes": "10"}).run(snap, target)
+    medium = findings_of(GuaranteeViolation({"churn_minutes": "1", "violation_minutes": "10"}).run(snap, target))
     assert [f.severity for f in medium] == [Severity.MEDIUM]
     assert medium[0].data["quota_table"][2] == {
         "flavor": "h100", "resource": "nvidia.com/gpu", "nominal": "8", "reserved": "4", "borrowed": "0",

@@ -23,6 +23,7 @@ from kueuediag.snapshot.kueue import flavor_view, workload
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.target import Target
+from kueuediag.testing import findings_of
 
 SUBMISSION: tuple[type[Check], ...] = (
     WorkloadActivation,
@@ -35,7 +36,7 @@ SUBMISSION: tuple[type[Check], ...] = (
 
 def _submission_findings(snap: Snapshot, target: Target) -> list[Finding]:
     """What the five submission checks (the former KD001 queue-configuration) say together."""
-    return [f for cls in SUBMISSION for f in cls().run(snap, target)]
+    return [f for cls in SUBMISSION for f in findings_of(cls().run(snap, target))]
 
 
 V2 = "kueue.x-k8s.io/v1beta2"
@@ -323,12 +324,12 @@ def test_backoff_in_the_past_is_not_reported() -> None:
     snap = _snap([wl])
     w = workload(snap, "team", "wl")
     assert w is not None
-    assert AdmissionChecks().run(snap, Target("wl", "team", w)) == []
+    assert findings_of(AdmissionChecks().run(snap, Target("wl", "team", w))) == []
     wl["status"]["requeueState"]["requeueAt"] = "2026-11-20T10:05:00Z"
     snap = _snap([wl])
     w = workload(snap, "team", "wl")
     assert w is not None
-    found = AdmissionChecks().run(snap, Target("wl", "team", w))
+    found = findings_of(AdmissionChecks().run(snap, Target("wl", "team", w)))
     assert [(f.cause, f.data["seconds_left"]) for f in found] == [("podsready-backoff", 300)]
 
 
@@ -370,7 +371,8 @@ def _kd701(objs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     snap = _snap(objs)
     w = workload(snap, "team", "wl")
     assert w is not None
-    return [(f.cause, f.title, f.confidence.label) for f in AdmissionChecks().run(snap, Target("wl", "team", w))]
+    found = findings_of(AdmissionChecks().run(snap, Target("wl", "team", w)))
+    return [(f.cause, f.title, f.confidence.label) for f in found]
 
 
 def test_rejected_check_while_holding_quota() -> None:

@@ -13,6 +13,7 @@ from kueuediag.analysis.messages import parse_pending_message
 from kueuediag.analysis.queue_order import effective_priority, pending_queue
 from kueuediag.snapshot.kueue import workload, workload_view
 from kueuediag.target import Target
+from kueuediag.testing import findings_of
 
 from .test_quota_analysis import GPU, _cq, _flavor, _lq, _res, _snap, _wl
 
@@ -176,7 +177,7 @@ def test_granular_exceeds_with_recomputed_numbers() -> None:
     snap = _snap(objs)
     w = workload(snap, "ns", "big")
     assert w is not None
-    (f,) = QuotaCheck().run(snap, Target("workload/big", "ns", w))
+    (f,) = findings_of(QuotaCheck().run(snap, Target("workload/big", "ns", w)))
     assert f.cause == "exceeds-max-quota"
     assert f.title == "needs 12 nvidia.com/gpu, more than the maximum capacity 8 in flavor a100"
     assert "at most 2 pod(s) of 4 nvidia.com/gpu" in f.remediation[0]
@@ -210,7 +211,7 @@ def test_queue_position_skips_namespace_mismatch_head_and_backoff() -> None:
     assert [e.workload.name for e in pending_queue(snap, "q")] == ["wrong-ns", "backoff", "small"]
     small = workload(snap, "ns", "small")
     assert small is not None
-    assert QueuePosition().run(snap, Target("workload/small", "ns", small)) == []
+    assert findings_of(QueuePosition().run(snap, Target("workload/small", "ns", small))) == []
     # without the backoff the 6-cpu head would block the StrictFIFO queue
     for o in objs:
         if o["metadata"]["name"] == "backoff":
@@ -218,7 +219,7 @@ def test_queue_position_skips_namespace_mismatch_head_and_backoff() -> None:
     snap2 = _snap(objs)
     small2 = workload(snap2, "ns", "small")
     assert small2 is not None
-    (f,) = QueuePosition().run(snap2, Target("workload/small", "ns", small2))
+    (f,) = findings_of(QueuePosition().run(snap2, Target("workload/small", "ns", small2)))
     assert f.cause == "queued-behind" and f.data["head_blocker"] == "ns/backoff" and f.data["position"] == 3
 
 
@@ -282,12 +283,12 @@ def test_requeue_backoff_is_left_to_the_admission_checks_family() -> None:
     snap = _snap(objs)
     w = workload(snap, "ns", "w")
     assert w is not None
-    assert QuotaCheck().run(snap, Target("workload/w", "ns", w)) == []
+    assert findings_of(QuotaCheck().run(snap, Target("workload/w", "ns", w))) == []
     objs[-1]["status"]["requeueState"]["requeueAt"] = "2026-11-20T09:59:00Z"  # backoff over, not re-evaluated
     snap2 = _snap(objs)
     w2 = workload(snap2, "ns", "w")
     assert w2 is not None
-    (f,) = QuotaCheck().run(snap2, Target("workload/w", "ns", w2))
+    (f,) = findings_of(QuotaCheck().run(snap2, Target("workload/w", "ns", w2)))
     assert f.cause == "not-yet-evaluated" and f.title.startswith("requeued after eviction (PodsReadyTimeout) 2m ago")
 
 
@@ -340,7 +341,7 @@ def test_preemption_victims_from_conditions_and_from_events_of_deleted_victims()
     snap = _snap(objs)
     w = workload(snap, "ns", "boss")
     assert w is not None
-    (f,) = QuotaCheck().run(snap, Target("workload/boss", "ns", w))
+    (f,) = findings_of(QuotaCheck().run(snap, Target("workload/boss", "ns", w)))
     assert f.cause == "preemption-in-progress"
     assert f.title == "pending the preemption of 2 workload(s): ns/victim"
     assert "1 victim(s) still hold their quota" in f.message
@@ -358,12 +359,12 @@ def test_stopped_cluster_queue_is_left_to_the_submission_checks() -> None:
     snap = _snap(objs)
     w = workload(snap, "ns", "w")
     assert w is not None
-    assert QuotaCheck().run(snap, Target("workload/w", "ns", w)) == []
+    assert findings_of(QuotaCheck().run(snap, Target("workload/w", "ns", w))) == []
     objs[1]["spec"]["stopPolicy"] = "None"
     snap2 = _snap(objs)
     w2 = workload(snap2, "ns", "w")
     assert w2 is not None
-    assert [f.cause for f in QuotaCheck().run(snap2, Target("workload/w", "ns", w2))] == [
+    assert [f.cause for f in findings_of(QuotaCheck().run(snap2, Target("workload/w", "ns", w2)))] == [
         "exceeds-max-quota",
         "not-yet-evaluated",
     ]

@@ -22,8 +22,8 @@ import pytest
 
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
-from kueuediag.models import Finding, Layer, Outcome, Verdict
-from kueuediag.registry import discover
+from kueuediag.models import Contribution, Finding, Layer, Outcome, Verdict
+from kueuediag.registry import builtin
 from kueuediag.snapshot.model import load_snapshot
 from kueuediag.target import resolve
 
@@ -36,10 +36,15 @@ EXAMPLES = ROOT / "kueuediag" / "data" / "examples"
 def verdict_for(path: str, target: str, namespace: str) -> Verdict:
     snap = load_snapshot(path)
     t = resolve(snap, target, namespace)
-    return diagnose(snap, t, discover(), Settings())
+    return diagnose(snap, t, builtin(), Settings())
 
 
-def text_of(f: Finding) -> str:
+def contributions(v: Verdict, code: str) -> list[Contribution]:
+    """What check `code` contributed to causes other checks own."""
+    return [c for r in v.runs if r.code == code for c in r.contributions]
+
+
+def text_of(f: Finding | Contribution) -> str:
     """Everything a reader sees of a finding: title, message, evidence, remediation."""
     parts = [f.title, f.message]
     parts += [f"{e.field or ''} {e.observed} {e.expected or ''}" for e in f.evidence]
@@ -58,10 +63,12 @@ def refs_of(f: Finding) -> set[str]:
 
 
 def findings(v: Verdict, cause: str | None = None, code: str | None = None) -> list[Finding]:
+    """Findings of `cause` that check `code` emitted or contributed evidence to (one finding per cause)."""
     return [
         r.finding
         for r in v.findings
-        if (cause is None or r.finding.cause == cause) and (code is None or r.finding.code == code)
+        if (cause is None or r.finding.cause == cause)
+        and (code is None or r.finding.code == code or code in r.finding.contributors)
     ]
 
 
@@ -89,10 +96,12 @@ class Scenario:
     cause: str
     layer: Layer
     clear: tuple[str, ...]
-    """recipe steps (check codes) that must be ruled out: outcome CLEAR"""
+    """recipe steps (check codes) that must be ruled out (with evidence)"""
     fired: dict[str, str] = field(default_factory=dict)
     """check code → cause it must report (the recipe evidence besides the primary)"""
     evidence: Callable[[Verdict], None] | None = None
+    not_applicable: tuple[str, ...] = ()
+    """recipe steps that do not arise for this target (with the reason)"""
     symptom_only: tuple[str, ...] = ()
     """steps that may restate the guarantee violation (e.g. "no admission in the ClusterQueue while it waits")
     but must not name any other cause: no trickle, no cross-ClusterQueue stall, no root cause"""
@@ -112,8 +121,9 @@ def slow_preemption_evidence(v: Verdict) -> None:
     assert "Workload/team-research/research-dpo-sweep-07" in refs_of(top) or "research-dpo-sweep-07" in text_of(top)
     assert "FastQuotaReleaseInPodIntegration" in "\n".join(top.remediation), top.remediation
     # step 3: admissions trickle at the grace interval (one every 15 minutes) in nlp-h100
-    rate = findings(v, code="KD301")
+    rate = contributions(v, "KD301")
     assert rate, "KD301 found no trickle"
+    assert findings(v, rate[0].cause, code="KD301"), "KD301's evidence is not folded into the owner's finding"
     assert rate[0].cause == "slow-preemption", rate[0]
     assert "nlp-h100" in text_of(rate[0]) and re.search(r"every 1[45]m", rate[0].title), rate[0].title
     assert "900" in text_of(rate[0]), "the trickle is not matched against the victims' 900 s grace period"
@@ -140,8 +150,12 @@ def stuck_target_evidence(v: Verdict) -> None:
     assert zombies and "Pod/ml-sweeps/sweep-lr-0917-g4-1" in refs_of(zombies[0]), zombies
     assert "NotReady" in text_of(zombies[0])
     # step 3: admissions stalled across ClusterQueues
-    rate = findings(v, code="KD301")
+    rate = contributions(v, "KD301")
     assert rate and rate[0].cause == "stuck-preemption-target", rate
+    # one finding per cause: KD302 owns it, the rate stall is part of its evidence
+    [stuck] = findings(v, "stuck-preemption-target")
+    assert stuck.code == "KD302" and {"KD301", "KD901"} <= set(stuck.contributors), stuck.contributors
+    assert all(e in stuck.evidence for e in rate[0].evidence)
     assert "ClusterQueues stalled" in rate[0].title or "across ClusterQueues" in rate[0].message, rate[0].title
     # version-aware remediation: fixed in v0.13.5 / v0.14.0
     assert re.search(r"v0\.1(3\.5|4\.0)", "\n".join(text_of(f) for f in findings(v, code="KD902"))), (
@@ -214,9 +228,10 @@ def healthy_evidence(v: Verdict) -> None:
     assert top.code == "KD002" and "bio-a100" in top.title, top
     assert len(v.findings) == 1, [f"{r.finding.code} {r.finding.cause}: {r.finding.title}" for r in v.findings]
     not_clear = [
-        f"{r.code} {r.outcome.value} {r.reason}" for r in v.runs if r.code != "KD002" and r.outcome is not Outcome.CLEAR
+        f"{r.code} {r.outcome.value} {r.reason}" for r in v.runs
+        if r.code != "KD002" and r.outcome not in (Outcome.RULED_OUT, Outcome.NOT_APPLICABLE)
     ]
-    assert not not_clear, f"everything should be ruled out (CLEAR): {not_clear}"
+    assert not not_clear, f"everything should be ruled out or not applicable: {not_clear}"
 
 
 SUBMISSION = ("KD001", "KD003", "KD004", "KD005", "KD006")  # the former KD001 queue-configuration
@@ -248,7 +263,8 @@ CASES = [
         "team-nlp",
         "slow-preemption",
         Layer.KUEUE,
-        clear=(*SUBMISSION, "KD103", "KD201", "KD401", "KD701", "KD901"),
+        clear=(*SUBMISSION, "KD201", "KD701", "KD901"),
+        not_applicable=("KD103", "KD401"),
         fired={"KD101": "guarantee-violation", "KD301": "slow-preemption", "KD302": "slow-preemption"},
         evidence=slow_preemption_evidence,
     ),
@@ -258,7 +274,8 @@ CASES = [
         "team-vision",
         "stuck-preemption-target",
         Layer.KUEUE,
-        clear=(*SUBMISSION, "KD103", "KD201", "KD401", "KD701"),
+        clear=(*SUBMISSION, "KD201", "KD701"),
+        not_applicable=("KD103", "KD401"),
         fired={
             "KD101": "guarantee-violation",
             "KD301": "stuck-preemption-target",
@@ -273,7 +290,8 @@ CASES = [
         "team-alignment",
         "fair-sharing-anomaly",
         Layer.KUEUE,
-        clear=(*SUBMISSION, "KD201", "KD302", "KD401", "KD701"),
+        clear=(*SUBMISSION, "KD201", "KD302", "KD701"),
+        not_applicable=("KD401",),
         symptom_only=("KD301",),
         fired={"KD101": "guarantee-violation", "KD103": "fair-sharing-anomaly", "KD902": "known-issue"},
         evidence=fair_sharing_evidence,
@@ -284,7 +302,8 @@ CASES = [
         "team-research",
         "fragmentation",
         Layer.KUBERNETES,
-        clear=(*SUBMISSION, "KD101", "KD102", "KD103", "KD301", "KD302", "KD501", "KD701", "KD901", "KD902"),
+        clear=("KD006", "KD501", "KD901", "KD902"),
+        not_applicable=("KD001", "KD003", "KD004", "KD005", "KD101", "KD102", "KD103", "KD301", "KD302", "KD701"),
         fired={"KD201": "fragmentation", "KD401": "fragmentation", "KD002": "not-pending"},
         evidence=fragmentation_evidence,
     ),
@@ -294,7 +313,8 @@ CASES = [
         "team-research",
         "topology-no-fit",
         Layer.KUEUE,
-        clear=(*SUBMISSION, "KD102", "KD103", "KD302", "KD401", "KD701", "KD901", "KD902"),
+        clear=(*SUBMISSION, "KD102", "KD302", "KD701", "KD901", "KD902"),
+        not_applicable=("KD103", "KD401"),
         symptom_only=("KD301",),
         fired={"KD201": "topology-no-fit", "KD101": "guarantee-violation"},
         evidence=tas_evidence,
@@ -305,7 +325,8 @@ CASES = [
         "team-bio",
         "guarantee-violation",
         Layer.KUEUE,
-        clear=(*SUBMISSION, "KD102", "KD103", "KD201", "KD302", "KD401", "KD601", "KD701", "KD901", "KD902"),
+        clear=(*SUBMISSION, "KD102", "KD201", "KD302", "KD601", "KD701", "KD901", "KD902"),
+        not_applicable=("KD103", "KD401"),
         symptom_only=("KD301",),
         fired={"KD101": "guarantee-violation"},
         evidence=guarantee_evidence,
@@ -316,7 +337,8 @@ CASES = [
         "team-bio",
         "not-pending",
         Layer.NONE,
-        clear=ALL_RECIPE,
+        clear=("KD006", "KD401", "KD501", "KD901", "KD902"),
+        not_applicable=tuple(c for c in ALL_RECIPE if c not in ("KD006", "KD401", "KD501", "KD901", "KD902")),
         fired={"KD002": "not-pending"},
         evidence=healthy_evidence,
     ),
@@ -346,9 +368,14 @@ def test_ruled_out_steps_are_clear(sc: Scenario) -> None:
         + "; ".join(f"{f.cause}: {f.title}" for r in v.runs if r.code == code for f in r.findings)
         + next((r.reason for r in v.runs if r.code == code), "")
         for code in sc.clear
-        if run_of(v, code) is not Outcome.CLEAR
+        if run_of(v, code) is not Outcome.RULED_OUT
     ]
-    assert not wrong, "recipe steps that should be ruled out are not CLEAR:\n" + "\n".join(wrong)
+    assert not wrong, "recipe steps that should be ruled out are not:\n" + "\n".join(wrong)
+    runs = {r.code: r for r in v.runs}
+    assert all(runs[code].evidence for code in sc.clear), "a ruled-out step carries no evidence"
+    wrong = [f"{code}: {runs[code].outcome.value} {runs[code].reason}" for code in sc.not_applicable
+             if runs[code].outcome is not Outcome.NOT_APPLICABLE or not runs[code].reason]
+    assert not wrong, "steps that should be not applicable (with a reason) are not:\n" + "\n".join(wrong)
 
 
 @pytest.mark.parametrize("sc", [c for c in CASES if c.symptom_only], ids=[c.name for c in CASES if c.symptom_only])
@@ -544,6 +571,6 @@ def test_stall_is_found_after_a_regular_admission_period() -> None:
         out.append(line)
     raw.metrics["metrics/kueue.om"] = "\n".join(out) + "\n"
     snap = Snapshot(raw)
-    v = diagnose(snap, resolve(snap, "job/vit-h14-finetune-e3", "team-vision"), discover(), Settings())
+    v = diagnose(snap, resolve(snap, "job/vit-h14-finetune-e3", "team-vision"), builtin(), Settings())
     rate = findings(v, code="KD301")
     assert rate and rate[0].cause == "stuck-preemption-target", describe(v)

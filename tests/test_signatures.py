@@ -6,8 +6,6 @@ import pytest
 
 from kueuediag.analysis.signatures import (
     BY_ID,
-    KNOWN_BY_ID,
-    KNOWN_ISSUES,
     SIGNATURES,
     TEXT_HINTS,
     Signature,
@@ -75,27 +73,6 @@ def test_fixed_version_for_prefers_same_line() -> None:
     assert fixed_version_for("v0.13.2", fixes) == "v0.13.5"
     assert fixed_version_for("v0.12.3", fixes) == "v0.12.10"
     assert fixed_version_for("v0.11.2", fixes) == "v0.14.0"
-
-
-def test_known_issues_table() -> None:
-    zero = KNOWN_BY_ID["fair-sharing-rounding-zero"]
-    assert zero.issues == ("#6577",) and "#6617" in zero.prs and zero.fixed_in == ("v0.14.0", "v0.13.3", "v0.12.8")
-    assert zero.affects("v0.13.2") and not zero.affects("v0.13.3") and not zero.affects("v0.14.1")
-    precise = KNOWN_BY_ID["fair-sharing-rounding-precision"]
-    assert "#6925" in precise.prs and precise.affects("v0.13.4") and not precise.affects("v0.13.5")
-    pods = KNOWN_BY_ID["pod-group-terminating-quota"]
-    assert "#6872" in pods.prs and pods.fixed_in == ("v0.14.0", "v0.13.5", "v0.12.10")
-    assert pods.affects("v0.12.9") and not pods.affects("v0.12.10")
-    serialized = KNOWN_BY_ID["serialized-pod-preemption"]
-    assert serialized.mitigation_gate == "FastQuotaReleaseInPodIntegration" and serialized.gate_since == "v0.17.0"
-    assert serialized.affects("v0.19.2")  # only a gate (off by default) mitigates it
-    maxcap = KNOWN_BY_ID["misleading-max-capacity-multi-podset"]
-    assert maxcap.issues == ("#4134",) and maxcap.prs == ("#7232",) and maxcap.fixed_in == ("v0.15.0",)
-    assert maxcap.affects("v0.14.3") and not maxcap.affects("v0.15.0")
-    assert not maxcap.affects("not-a-version")
-    for issue in KNOWN_ISSUES:
-        for sig in issue.signatures:
-            assert sig in BY_ID, f"{issue.id} names unknown signature {sig}"
 
 
 def test_signatures_name_catalog_causes_and_are_unique() -> None:

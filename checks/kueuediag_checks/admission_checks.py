@@ -7,7 +7,7 @@ from typing import Any
 
 from kueuediag.analysis.kueue_config import kueue_config
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import Condition, conditions, meta
 from kueuediag.snapshot.kueue import (
     AdmissionCheckState,
@@ -65,16 +65,28 @@ class AdmissionChecks(Check):
     requires = (Part.WORKLOADS,)
     default_severity = Severity.MEDIUM
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
         if w.state in ("admitted", "finished"):
-            return []
+            return CheckResult.not_applicable(f"the workload is {w.state}: admission checks and backoff are behind it")
         out: list[Finding] = []
         out += self._backoff(snapshot, w)
         out += self._waiting_for_podsready(snapshot, w)
         out += self._checks(snapshot, w)
-        return out
+        states = ", ".join(f"{c.name}={c.state}" for c in w.admission_checks) or "none"
+        cfg = kueue_config(snapshot).wait_for_pods_ready
+        return self.result(
+            out,
+            ev("object", f"admission checks: {states}", kind="Workload", name=w.name, namespace=w.namespace,
+               field="status.admissionChecks"),
+            ev("object", "no requeue backoff pending" if w.requeue_at is None or w.requeue_at <= snapshot.now
+               else f"requeueAt {format_rfc3339(w.requeue_at)} (admission-check retry)", kind="Workload",
+               name=w.name, namespace=w.namespace, field="status.requeueState"),
+            ev("derived", "waitForPodsReady.blockAdmission is " + ("on, and no admitted workload blocks it"
+                                                                   if cfg.block_admission else "off"),
+               field="waitForPodsReady"),
+        )
 
     # --- WaitForPodsReady requeue backoff -----------------------------------------------------------------
     def _backoff(self, snap: Snapshot, w: WorkloadView) -> list[Finding]:

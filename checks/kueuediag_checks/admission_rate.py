@@ -9,7 +9,7 @@ from kueuediag.analysis.admission_rates import Rates, Trickle, admission_rates, 
 from kueuediag.analysis.preemption_victims import Victim, blocked_heads, preemption_victims, victims_of
 from kueuediag.analysis.quota import cq_quotas
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Severity
 from kueuediag.snapshot.kueue import WorkloadView
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
@@ -37,6 +37,8 @@ class AdmissionRate(Check):
         `stuck-preemption-target` (stall while queue heads wait on preemption) and `controller-unhealthy`
         (stall across ClusterQueues with nothing preempting). One ClusterQueue that admits nothing while
         nothing preempts is the guarantee violation itself (KD101): the rate step is ruled out (clear).
+        KD301 owns none of these causes: it contributes its evidence to the finding of the owner (KD302 for
+        the preemption causes, KD901 for controller-unhealthy), so each cause is stated once.
 
     Why the workload stays pending:
         A guarantee violation should be resolved within seconds: reclaiming nominal quota means preempting
@@ -68,12 +70,14 @@ class AdmissionRate(Check):
     options = {"window": "6h", "stall_window": "30m", "max_cv": 0.35, "min_admissions": 4,
                "min_gap_seconds": 120}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
         cq = target.cluster_queue(snapshot)
-        if w.state != "pending" or not cq:
-            return []
+        if w.state != "pending":
+            return CheckResult.not_applicable(f"the workload is {w.state}, not pending")
+        if not cq:
+            return CheckResult.not_applicable("the workload has no ClusterQueue to measure admissions in")
         window = parse_duration(str(self.opts["window"])).total_seconds()
         stall = parse_duration(str(self.opts["stall_window"])).total_seconds()
         rates = admission_rates(snapshot, cq, window)
@@ -98,7 +102,14 @@ class AdmissionRate(Check):
             found = self._trickle(snapshot, w, cq, rates, trickle, spark, data)
         if found is None:
             found = self._stall(snapshot, w, cq, rates, stall, spark, data)
-        return [found] if found else []
+        if found is not None:
+            return CheckResult.fired(contributions=[found])
+        n = len(rates.admission_times)
+        cadence = f", no regular trickle (median gap {human_duration(trickle.median_gap)})" if trickle else \
+            ", no regular trickle"
+        return CheckResult.ruled_out(self._rate_evidence(
+            rates, f"{n} admission(s) and {len(rates.preemption_times)} preemption(s) to {cq} in the last "
+                   f"{human_duration(rates.window)} (from {rates.source}){cadence}, no stall across ClusterQueues"))
 
     # --- helpers ---------------------------------------------------------------------------------------------
     def _chart(self, rates: Rates, spark: dict[str, str]) -> str:
@@ -127,7 +138,7 @@ class AdmissionRate(Check):
 
     # --- trickle --------------------------------------------------------------------------------------------
     def _trickle(self, snap: Snapshot, w: WorkloadView, cq: str, rates: Rates, trickle: Trickle,
-                 spark: dict[str, str], data: dict[str, Any]) -> Finding | None:
+                 spark: dict[str, str], data: dict[str, Any]) -> Contribution | None:
         first = min(rates.admission_times)
         if not self._pending_persisted(w, cq, rates, first):
             return None
@@ -185,12 +196,12 @@ class AdmissionRate(Check):
             "Stop-gap for a wave of reclaiming workloads: evict the borrowing/low-priority workloads by hand so "
             "their grace periods run in parallel instead of one after another.",
         ]
-        return self.finding("slow-preemption", title, message, severity=severity, confidence=confidence,
+        return self.contribute("slow-preemption", title, message, severity=severity, confidence=confidence,
                             evidence=evidence, remediation=remediation, data=data)
 
     # --- stall ------------------------------------------------------------------------------------------------
     def _stall(self, snap: Snapshot, w: WorkloadView, cq: str, rates: Rates, stall: float,
-               spark: dict[str, str], data: dict[str, Any]) -> Finding | None:
+               spark: dict[str, str], data: dict[str, Any]) -> Contribution | None:
         if rates.window < stall or rates.count_since(rates.admission_times, rates.end - stall) > 0:
             return None
         if not self._pending_persisted(w, cq, rates, rates.end - stall) or not _fits_free_nominal(snap, cq, w):
@@ -255,7 +266,7 @@ class AdmissionRate(Check):
                 "Check the kueue-controller-manager: `kubectl -n kueue-system get pods -l "
                 "control-plane=controller-manager`, its restarts, leader election and logs (KD9xx).",
             ]
-        return self.finding(cause, title, message, severity=Severity.MEDIUM, confidence=confidence,
+        return self.contribute(cause, title, message, severity=Severity.MEDIUM, confidence=confidence,
                             evidence=evidence, remediation=remediation, data=data)
 
 

@@ -21,7 +21,7 @@ from kueuediag.analysis.fair_sharing import (
 from kueuediag.analysis.installation import kueue_version, version_floor
 from kueuediag.analysis.versions import behaviour
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 
@@ -90,14 +90,22 @@ class FairSharing(Check):
     default_severity = Severity.HIGH
     options = {"tolerance_ratio": 0.5, "tolerance_absolute": 50}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         cfg = fair_sharing_config(snapshot)
         tree = fair_sharing_tree(snapshot)
         reported = {k: n for k, n in tree.nodes.items() if n.reported is not None}
         if cfg.enabled is False and not reported:
-            return []
+            return CheckResult.not_applicable("fair sharing is disabled in the Kueue configuration")
         if not reported:
-            return []
+            hidden = snapshot.part_unavailable(Part.QUEUES)
+            if hidden or cfg.enabled:
+                return CheckResult.could_not_check(
+                    "fair-sharing shares", hidden or "fair sharing is on, but no ClusterQueue or Cohort reports "
+                    "status.fairSharing.weightedShare and no kueue_cluster_queue_weighted_share metric is in the "
+                    "snapshot")
+            # Kueue writes status.fairSharing only when fair sharing is on: none anywhere means it is off.
+            return CheckResult.not_applicable(
+                f"fair sharing is not enabled: no ClusterQueue or Cohort reports status.fairSharing ({cfg.source})")
         version = kueue_version(snapshot)
         rounding = share_rounding(version.parsed)
         if rounding is ShareRounding.UNKNOWN and version_floor(snapshot):
@@ -112,7 +120,9 @@ class FairSharing(Check):
         findings = []
         for root, items in sorted(anomalies.items()):
             findings.append(self._finding(snapshot, tree, root, items, rounding, root == target_root))
-        return findings
+        return self.result(findings, ev(
+            "derived", f"{len(reported)} reported weighted share(s) match the recomputation within tolerance",
+            field="status.fairSharing.weightedShare"))
 
     # --- detection ---------------------------------------------------------------------------------------
     def _anomaly(self, tree: FairShareTree, key: NodeKey, reported: int,

@@ -26,7 +26,7 @@ from kueuediag.analysis.capacity import (
 from kueuediag.analysis.messages import PendingMessage, Reason, parse_pending_message
 from kueuediag.analysis.scheduling import pod_scheduling
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.k8s import untolerated_taints
 from kueuediag.snapshot.kueue import (
@@ -123,11 +123,12 @@ class Fragmentation(Check):
     default_severity = Severity.HIGH
     options = {"gpu_resources": ",".join(DEFAULT_GPU_RESOURCES)}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
         if w.state == "finished" or not w.active or w.is_true("Evicted"):
-            return []
+            state = "finished" if w.state == "finished" else "inactive" if not w.active else "evicted"
+            return CheckResult.not_applicable(f"the workload is {state}: no pods to place")
         gpus = tuple(r.strip() for r in str(self.opts["gpu_resources"]).split(",") if r.strip())
         idx = kueue_index(snapshot)
         holds_quota = w.holds_quota
@@ -136,27 +137,43 @@ class Fragmentation(Check):
         cq = idx.cluster_queues.get(cluster_queue_of(idx, w) or "")
         remaining = _remaining_pods(snapshot, w)
         if not any(remaining.values()):
-            return []
+            return CheckResult.not_applicable("every pod of the workload is already placed")
         evals = self._evaluate(snapshot, idx, w, cq, remaining, msg, gpus)
         if not evals:
-            return []
+            return CheckResult.could_not_check(
+                "ResourceFlavors", "no ResourceFlavor the workload may use is in the snapshot (nothing to place on)")
         tas_reasons = msg.of("topology-no-fit", "topology-partial-fit") if msg else []
         if tas_reasons and not holds_quota:
             tas_eval = next((e for e in evals if e.topology == tas_reasons[0].name), None) or next(
                 (e for e in evals if e.topology), evals[0])
-            return [self._topology_finding(snapshot, w, tas_eval, tas_reasons[0], confident=True)]
+            return CheckResult.fired([self._topology_finding(snapshot, w, tas_eval, tas_reasons[0], confident=True)])
         # a flavor where the workload fits (and quota allows it) clears the check
         usable = [e for e in evals if e.quota_ok]
-        if not usable or any(_fits(e) for e in usable):
-            return []
+        if not usable:
+            return CheckResult.ruled_out(*(self._clear_ev(e, "quota does not allow it here: " + e.quota_note)
+                                           for e in evals), reason="quota, not node shape, is what is short")
+        fitting = [e for e in usable if _fits(e)]
+        if fitting:
+            return CheckResult.ruled_out(*(self._clear_ev(e, "fits") for e in fitting))
         tas_evals = [e for e in usable if e.topology]
         if tas_evals and not holds_quota:
-            return [self._topology_finding(snapshot, w, tas_evals[0], None, confident=False)]
+            return CheckResult.fired([self._topology_finding(snapshot, w, tas_evals[0], None, confident=False)])
         fragmented = [e for e in usable if e.need > ZERO and not short_in_total(
             e.nodes, [Demand(ps.name, dict(ps.requests), n) for ps, n in e.pod_sets])]
         if not fragmented:
-            return []
-        return [self._fragmentation_finding(snapshot, w, fragmented, holds_quota, gpus)]
+            return CheckResult.ruled_out(
+                *(self._clear_ev(e, "short in total, not fragmented") for e in usable),
+                reason="the nodes lack the capacity in total: not a shape problem")
+        return CheckResult.fired([self._fragmentation_finding(snapshot, w, fragmented, holds_quota, gpus)])
+
+    @staticmethod
+    def _clear_ev(e: _FlavorEval, verdict: str) -> Evidence:
+        """What was looked at in one flavor: nodes, the largest hole and what one pod needs."""
+        return ev("derived",
+                  f"{len(e.nodes)} node(s) in flavor {e.flavor.name}, largest hole {e.holes.largest}{e.holes.unit} "
+                  f"{e.resource}, {e.per_pod} per pod needed, {e.holes.total_free}{e.holes.unit} free in total: "
+                  f"{verdict}",
+                  kind="ResourceFlavor", name=e.flavor.name, field=e.resource)
 
     # --- evaluation ------------------------------------------------------------------------------------------
     def _evaluate(self, snap: Snapshot, idx: KueueIndex, w: WorkloadView, cq: ClusterQueueView | None,

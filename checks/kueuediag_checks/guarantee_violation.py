@@ -17,7 +17,7 @@ from kueuediag.analysis.guarantees import (
 )
 from kueuediag.analysis.quota import cq_quotas, quota_tree
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import kueue_index
 from kueuediag.snapshot.metrics import metric_store
@@ -80,14 +80,17 @@ class GuaranteeViolation(Check):
     default_severity = Severity.HIGH
     options = {"churn_minutes": 5.0, "violation_minutes": 30.0, "top": 5}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
         if not is_pending(w):
-            return []
+            return CheckResult.not_applicable(f"the workload is {w.state}, not pending")
         cq = target.cluster_queue(snapshot)
         if cq is None or cq not in kueue_index(snapshot).cluster_queues:
-            return []
+            why = snapshot.part_unavailable(Part.QUEUES)
+            if why:
+                return CheckResult.could_not_check("ClusterQueues", why)
+            return CheckResult.not_applicable("the workload's ClusterQueue does not exist (KD001 reports it)")
         churn_s = float(self.opts["churn_minutes"]) * 60
         violations = guarantee_violations(snapshot)
         mine = next((v for v in violations if v.workload.uid == w.uid and v.workload.name == w.name), None)
@@ -95,10 +98,14 @@ class GuaranteeViolation(Check):
         significant = [v for v in others if v.seconds is None or v.seconds >= churn_s]
         data = self._data(snapshot, cq, others)
         if mine is not None:
-            return [self._target_finding(snapshot, mine, significant, data)]
+            return CheckResult.fired([self._target_finding(snapshot, mine, significant, data)])
         if significant:
-            return [self._cluster_finding(snapshot, cq, significant, data)]
-        return []
+            return CheckResult.fired([self._cluster_finding(snapshot, cq, significant, data)])
+        return CheckResult.ruled_out(ev(
+            "derived", f"the workload does not fit in ClusterQueue {cq}'s unused nominal quota, and "
+                       f"{len(others)} other pending workload(s) that would fit are within normal churn "
+                       f"(< {self.opts['churn_minutes']}m)", kind="ClusterQueue", name=cq,
+            field="spec.resourceGroups[].flavors[].resources[].nominalQuota - status.flavorsUsage"))
 
     # --- findings ----------------------------------------------------------------------------------------
     def severity_for(self, seconds: float | None) -> Severity:

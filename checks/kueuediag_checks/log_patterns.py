@@ -13,7 +13,7 @@ from kueuediag.analysis.signatures import (
 )
 from kueuediag.causes import BY_SLUG
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.logs import LogLine, log_level_info, log_lines
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
@@ -65,7 +65,7 @@ class LogPatterns(Check):
     default_severity = Severity.MEDIUM
     options = {"max_evidence_lines": 4}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
         cq = target.cluster_queue(snapshot)
@@ -116,7 +116,11 @@ class LogPatterns(Check):
         insufficient = self._logging_insufficient(snapshot, target, findings)
         if insufficient is not None:
             findings.append(insufficient)
-        return findings
+        lines = log_lines(snapshot)
+        return self.result(findings, ev(
+            "log", f"{len(lines)} controller log line(s) scanned{_span(lines) if lines else ''}: no known "
+                   f"signature names workload {w.namespace}/{w.name}" + (f" or ClusterQueue {cq}" if cq else "")
+                   + ", and no controller error while it waited", field="kueue-controller-manager logs"))
 
     # --- findings -------------------------------------------------------------------------------------------
 

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 from kueuediag.analysis.kueue_config import namespace_labels, selector_str
 from kueuediag.analysis.messages import PendingMessage
-from kueuediag.analysis.queue_route import queue_route
-from kueuediag.check import Check, ev
+from kueuediag.analysis.queue_route import QueueRoute
+from kueuediag.check import ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import label_selector_matches
 from kueuediag.snapshot.kueue import ClusterQueueView, WorkloadView
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
-from kueuediag_checks._submission import from_message, label_fix, labels_str, lq_active_evidence, pending, qr_evidence
+from kueuediag_checks._submission import (
+    Pending,
+    SubmissionCheck,
+    cq_name,
+    from_message,
+    label_fix,
+    labels_str,
+    lq_active_evidence,
+    qr_evidence,
+)
 
 
-class NamespaceSelection(Check):
+class NamespaceSelection(SubmissionCheck):
     """Finds a ClusterQueue whose namespaceSelector does not select the workload's namespace.
 
     What it detects:
@@ -42,11 +50,10 @@ class NamespaceSelection(Check):
     requires = ()
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
-        p = pending(target.workload)
-        if p is None:
-            return []
-        route = queue_route(snapshot, p.w, p.pm)
+    def looked_at(self, p: Pending, route: QueueRoute) -> str:
+        return f"ClusterQueue {cq_name(route)} spec.namespaceSelector selects namespace {p.w.namespace}"
+
+    def route_findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
         causes = ("namespace-not-selected",)
         if route.state == "lq-unknown":
             return from_message(self, p, causes, "LocalQueue")

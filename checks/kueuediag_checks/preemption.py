@@ -13,7 +13,7 @@ from kueuediag.analysis.preemption_victims import (
 from kueuediag.analysis.quota import quota_tree
 from kueuediag.analysis.versions import behaviour
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Fix, Patch, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Patch, Severity
 from kueuediag.snapshot.kueue import WorkloadView
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
@@ -34,7 +34,11 @@ class Preemption(Check):
         and still holds quota, often on a NotReady node, with the heads of several ClusterQueues waiting on
         it), `slow-preemption` (victims hold quota through long grace periods or preStop hooks — typical for
         the plain-pod integration, where a pod counts as active until it stops Running) and
-        `preemption-in-progress` (victims terminate within short grace periods: just wait).
+        `preemption-in-progress` (victims terminate within short grace periods: just wait). A preemption
+        message unchanged for longer than `stale_seconds` (default 30 minutes, by the condition's
+        lastTransitionTime) is never "in progress": it is escalated to `stuck-preemption-target` even when
+        the stuck victim is not in the snapshot. KD302 owns all three causes; KD301 (rates) and KD901
+        (victims holding quota) add their evidence to its finding.
 
     Why the workload stays pending:
         Kueue's preemptor only issues evictions; a victim keeps its quota until its job is no longer active,
@@ -66,20 +70,23 @@ class Preemption(Check):
     name = "preemption"
     requires = (Part.WORKLOADS,)
     default_severity = Severity.HIGH
-    options = {"long_grace_seconds": 300, "zombie_tolerance_seconds": 60}
+    options = {"long_grace_seconds": 300, "zombie_tolerance_seconds": 60, "stale_seconds": 1800}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
         if w.state != "pending":
-            return []
+            return CheckResult.not_applicable(f"the workload is {w.state}, not pending")
         qr = w.cond("QuotaReserved")
         if qr is None or not qr.false:
-            return []
+            return CheckResult.not_applicable("no QuotaReserved=False condition: Kueue has not tried to admit it")
         heads = blocked_heads(snapshot)
         head = next((h for h in heads if h.workload.uid == w.uid and h.workload.name == w.name), None)
         if head is None:
-            return []
+            return CheckResult.ruled_out(ev(
+                "condition", f"QuotaReserved=False ({qr.reason}): {qr.message or 'no message'}", kind="Workload",
+                name=w.name, namespace=w.namespace, field="status.conditions[type=QuotaReserved].message",
+                expected="no 'Pending the preemption' / 'overlapping preemption targets' wording"))
         own = victims_of(snapshot, w)
         if not own and head.message.preempting:
             # No victim names this workload's UID (older message format, recreated workload): fall back to
@@ -103,13 +110,13 @@ class Preemption(Check):
             stuck = [v for v in preemption_victims(snapshot) if v.holds_quota and any(
                 p.remaining_seconds is not None and p.remaining_seconds < -tol for p in v.zombie_pods)]
         if stuck:
-            return [self._stuck(snapshot, w, head, heads, stuck, own, cond_ev)]
+            return CheckResult.fired([self._stuck(snapshot, w, head, heads, stuck, own, cond_ev)])
         long_grace = int(self.opts["long_grace_seconds"])
         holding = [v for v in candidates if v.holds_quota and v.active_pods]
         slow = [v for v in holding if v.max_grace >= long_grace or v.pre_stop]
         if slow:
-            return [self._slow(snapshot, w, head, slow, own, cond_ev)]
-        return [self._in_progress(snapshot, w, head, candidates, cond_ev)]
+            return CheckResult.fired([self._slow(snapshot, w, head, slow, own, cond_ev)])
+        return CheckResult.fired([self._in_progress(snapshot, w, head, candidates, cond_ev)])
 
     # --- stuck ---------------------------------------------------------------------------------------------
     def _stuck(self, snap: Snapshot, w: WorkloadView, head: BlockedHead, heads: list[BlockedHead],
@@ -299,10 +306,9 @@ class Preemption(Check):
                                    field="status.conditions[type=Evicted]"))
             confidence = Confidence.HIGH
         elif head.overlapping:
-            title = "skipped this cycle: overlapping preemption targets with another ClusterQueue's head"
+            title = "skipped: overlapping preemption targets with another ClusterQueue's head"
             message = ("Another ClusterQueue's head picked the same preemption victims; Kueue skips this workload "
-                       "until those preemptions complete. Normal for a cycle or two; if it lasts, look for a "
-                       "victim that never terminates.")
+                       "until those preemptions complete.")
             confidence = Confidence.MEDIUM
         else:
             title = f"preempting {n} workload(s); victims not found in the snapshot"
@@ -311,6 +317,21 @@ class Preemption(Check):
                        "gone, or outside the collected namespaces).")
             confidence = Confidence.LOW
         since = snap.age_seconds(head.since)
+        stale = float(self.opts["stale_seconds"])
+        if since is not None and since >= stale:
+            # Unchanged for far longer than any grace period: not a preemption in progress but one that is stuck.
+            return self.finding(
+                "stuck-preemption-target",
+                f"preemption has not progressed for {human_duration(since)}: {title}",
+                f"{message} The QuotaReserved message has not changed for {human_duration(since)} (its "
+                "lastTransitionTime), far beyond a scheduling cycle or a victim's grace period: the preemption is "
+                "stuck. Look for a victim that never releases quota (a pod Terminating on a NotReady node, a "
+                "finalizer) and for a known Kueue bug.",
+                severity=Severity.HIGH, confidence=Confidence.MEDIUM if head.overlapping or victims else Confidence.LOW,
+                evidence=evidence,
+                data={"victims": [v.workload.ref() for v in victims], "preempting": n,
+                      "waiting_seconds": round(since), "stale_after_seconds": round(stale)},
+            )
         return self.finding(
             "preemption-in-progress", title, message, severity=Severity.LOW, confidence=confidence,
             evidence=evidence,

@@ -10,7 +10,7 @@ from kueuediag.analysis.messages import parse_pending_message
 from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
 from kueuediag.analysis.quota import WorkloadFit, workload_fit
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import FlavorResource, kueue_index
 from kueuediag.snapshot.model import Part, Snapshot
@@ -59,21 +59,32 @@ class QueuePosition(Check):
     default_severity = Severity.MEDIUM
     options = {"max_listed": 5}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
         cq_name = target.cluster_queue(snapshot)
         idx = kueue_index(snapshot)
         if not cq_name or cq_name not in idx.cluster_queues:
-            return []
+            why = snapshot.part_unavailable(Part.QUEUES)
+            if why:
+                return CheckResult.could_not_check("ClusterQueues", why)
+            return CheckResult.not_applicable("the workload's ClusterQueue does not exist (KD001 reports it)")
         if not idx.cluster_queues[cq_name].active or idx.cluster_queues[cq_name].stop_policy != "None":
-            return []  # nothing is admitted from a stopped or inactive ClusterQueue: KD003's
+            # nothing is admitted from a stopped or inactive ClusterQueue: KD003's
+            return CheckResult.not_applicable(f"ClusterQueue {cq_name} is stopped or inactive (KD003 reports it)")
         entry = queue_entry(snapshot, cq_name, w)
-        if entry is None or entry.position == 1:
-            return []
+        if entry is None:
+            return CheckResult.not_applicable(f"the workload is not pending in ClusterQueue {cq_name}")
+        cq_ev = ev("derived", f"position {entry.position} of {len(pending_queue(snapshot, cq_name))} pending "
+                              f"workload(s) in ClusterQueue {cq_name}", kind="ClusterQueue", name=cq_name,
+                   field="pending workloads (priority, then queue-order time)")
+        if entry.position == 1:
+            return CheckResult.ruled_out(cq_ev, reason="it heads its ClusterQueue")
         fit = workload_fit(snapshot, w, cq_name)
         if fit is None or not fit.fits:
-            return []  # does not fit on its own: quota (KD102) explains it, not the order
+            # does not fit on its own: quota (KD102) explains it, not the order
+            return CheckResult.ruled_out(cq_ev, ev("derived", "the request does not fit on its own: quota, not "
+                                                   "order, holds it (KD102)", kind="ClusterQueue", name=cq_name))
         cq = idx.cluster_queues[cq_name]
         strict = cq.queueing_strategy == "StrictFIFO"
         queue = pending_queue(snapshot, cq_name)
@@ -98,10 +109,12 @@ class QueuePosition(Check):
                 break
         starved = not _fits_after(fit, consumed) if fitting else False
         if head_blocker is None and not starved:
-            return []
-        return [
+            return CheckResult.ruled_out(cq_ev, ev(
+                "derived", f"{len(fitting)} workload(s) ahead fit together with it; no StrictFIFO head blocks",
+                kind="ClusterQueue", name=cq_name, field="spec.queueingStrategy"))
+        return CheckResult.fired([
             self._finding(snapshot, cq_name, cq.queueing_strategy, entry, ahead, fitting, head_blocker, fit, consumed)
-        ]
+        ])
 
     def _finding(
         self,

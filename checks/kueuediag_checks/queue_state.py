@@ -8,14 +8,21 @@ import json
 from typing import Any
 
 from kueuediag.analysis.messages import parse_cq_inactive_message
-from kueuediag.analysis.queue_route import collected, queue_route
-from kueuediag.check import Check, ev
+from kueuediag.analysis.queue_route import QueueRoute, collected
+from kueuediag.check import ev
 from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import Condition, conditions, meta
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, LocalQueueView, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
-from kueuediag_checks._submission import STOPPED, from_message, lq_active_evidence, pending, qr_evidence
+from kueuediag_checks._submission import (
+    STOPPED,
+    Pending,
+    SubmissionCheck,
+    cq_name,
+    from_message,
+    lq_active_evidence,
+    qr_evidence,
+)
 
 _PART_ORDER = ("stopped", "terminating", "missing-flavors", "missing-checks", "inactive-checks", "missing-topology")
 _INACTIVE_WORDS = {
@@ -28,7 +35,7 @@ _INACTIVE_WORDS = {
 }
 
 
-class QueueState(Check):
+class QueueState(SubmissionCheck):
     """Finds a stopped LocalQueue or an inactive ClusterQueue on the workload's route.
 
     What it detects:
@@ -62,16 +69,16 @@ class QueueState(Check):
     requires = ()
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
-        p = pending(target.workload)
-        if p is None:
-            return []
-        route = queue_route(snapshot, p.w, p.pm)
+    def looked_at(self, p: Pending, route: QueueRoute) -> str:
+        return (f"LocalQueue {p.w.namespace}/{route.lq_name} and ClusterQueue {cq_name(route)}: stopPolicy None, "
+                "Active=True")
+
+    def route_findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
         if route.state == "lq-unknown":
             return from_message(self, p, ("localqueue-stopped", "clusterqueue-inactive"), "LocalQueue")
         lq = route.lq
         if lq is None:
-            return []
+            return []  # the LocalQueue is missing: KD001's
         wl_ev = qr_evidence(p.w, p.qr)
         out = self._lq_stopped(lq, p.w, wl_ev)
         lq_ev = lq_active_evidence(lq)

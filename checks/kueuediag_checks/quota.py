@@ -18,7 +18,7 @@ from kueuediag.analysis.quota import (
     workload_fit,
 )
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import WorkloadView, events_for, kueue_index, workloads
@@ -103,11 +103,27 @@ class QuotaCheck(Check):
     }
 
     # --- entry point ----------------------------------------------------------------------------------------
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
         if w.holds_quota or w.state in ("admitted", "finished", "quota-reserved") or not w.active:
-            return []
+            why = "holds quota" if w.holds_quota else f"is {w.state}" if w.active else "is deactivated"
+            return CheckResult.not_applicable(f"the workload {why}: quota does not hold it back")
+        found = self._diagnose(snapshot, target, w)
+        if isinstance(found, CheckResult):
+            return found
+        cq_name = target.cluster_queue(snapshot)
+        fit = workload_fit(snapshot, w, cq_name) if cq_name in kueue_index(snapshot).cluster_queues else None
+        evidence = [self._cond_ev(w, w.cond("QuotaReserved"))]
+        if fit is not None:
+            evidence.append(ev("derived", f"recomputed against ClusterQueue {cq_name}: {fit.verdict.value}",
+                               kind="ClusterQueue", name=cq_name, field="spec.resourceGroups"))
+        if _in_backoff(snapshot, w):
+            evidence.append(ev("object", "in requeue backoff (status.requeueState.requeueAt): KD701 reports it",
+                               kind="Workload", name=w.name, namespace=w.namespace, field="status.requeueState"))
+        return self.result(found, *evidence)
+
+    def _diagnose(self, snapshot: Snapshot, target: Target, w: WorkloadView) -> list[Finding] | CheckResult:
         cq_name = target.cluster_queue(snapshot)
         idx = kueue_index(snapshot)
         hidden = snapshot.part_unavailable(Part.QUEUES)
@@ -115,14 +131,14 @@ class QuotaCheck(Check):
             # Namespace-only permissions: the queues are not visible, Kueue's own message still is.
             return self._message_only(snapshot, w, hidden)
         if not cq_name or cq_name not in idx.cluster_queues:
-            return []  # LocalQueue/ClusterQueue missing: KD001's
+            return CheckResult.not_applicable("its LocalQueue or ClusterQueue does not exist (KD001 reports it)")
         cq_view = idx.cluster_queues[cq_name]
         lq = idx.local_queues.get((w.namespace, w.queue_name or ""))
         lq_active = lq is None or (
             lq.stop_policy == "None" and ("Active" not in lq.conditions or lq.conditions["Active"].true)
         )
         if not cq_view.active or cq_view.stop_policy != "None" or not lq_active:
-            return []  # a stopped or inactive queue holds everything: KD003's
+            return CheckResult.not_applicable("its queue is stopped or inactive (KD003 reports it)")
         fit = workload_fit(snapshot, w, cq_name)
         qr = w.cond("QuotaReserved")
         if qr is None:
@@ -140,7 +156,10 @@ class QuotaCheck(Check):
         if fit is not None and fit.fits and cause in ("exceeds-max-quota", "waiting-for-quota"):
             # Kueue's verdict predates a quota release: quota is ruled out, the reason lies elsewhere
             # (queue order KD601, guarantee violation KD101, controller health)
-            return []
+            return CheckResult.ruled_out(
+                ev("derived", f"recomputed: the request fits in ClusterQueue {cq_name} now ({fit.verdict.value})",
+                   kind="ClusterQueue", name=cq_name, field="status.flavorsUsage", expected="does not fit"),
+                self._cond_ev(w, qr), reason="Kueue's message predates a quota release")
         if cause == "exceeds-max-quota":
             if fit is None or fit.never_fits or fit.verdict == FitVerdict.NO_MATCHING_FLAVOR:
                 return [self._exceeds(snapshot, w, cq_name, fit, qr, pm)]

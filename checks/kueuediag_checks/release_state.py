@@ -26,7 +26,7 @@ from kueuediag.analysis.scheduling import (
     pod_scheduling,
 )
 from kueuediag.check import Check, ev
-from kueuediag.models import Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Evidence, Finding, Severity
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.k8s import PodView, meta, pod_fits_node_labels
 from kueuediag.snapshot.kueue import FlavorView, WorkloadView, events_for, kueue_index, nodes, workload_pods
@@ -127,16 +127,16 @@ class ReleaseState(Check):
     default_severity = Severity.HIGH
     options = {"grace_seconds": 60}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
         if w.state != "admitted":
             # Pending or quota-reserved (admission checks still running): gates and suspend are expected.
-            return []
+            return CheckResult.not_applicable(f"the workload is {w.state}, not admitted: its pods are not released yet")
         if w.is_true("Evicted") or not w.active:
             # Being evicted/preempted or deactivated: Kueue is stopping the job on purpose (it re-suspends it and
             # sets `kueue.x-k8s.io/stopping`); it keeps Admitted until the job is no longer active.
-            return []
+            return CheckResult.not_applicable("the workload is being evicted or is deactivated: Kueue stops it")
         admitted = w.cond("Admitted")
         since = admitted.last_transition if admitted else None
         age = snapshot.age_seconds(since)
@@ -145,8 +145,10 @@ class ReleaseState(Check):
         held = _held(owner, pods)
         if held:
             if age is not None and age < float(self.opts["grace_seconds"]):
-                return []
-            return [self._not_released(w, held, age)]
+                return CheckResult.not_applicable(
+                    f"admitted {human_duration(age)} ago: Kueue is still releasing the pods (grace "
+                    f"{self.opts['grace_seconds']}s)")
+            return CheckResult.fired([self._not_released(w, held, age)])
         findings: list[Finding] = []
         pending = [p for p in pods if not p.node and not p.terminating]
         scheds = [s for s in (pod_scheduling(snapshot, p) for p in pending) if s.failure is not None]
@@ -160,7 +162,11 @@ class ReleaseState(Check):
             created = self._not_created(snapshot, w, owner, age)
             if created is not None:
                 findings.append(created)
-        return findings
+        placed = sum(1 for p in pods if p.node)
+        return self.result(findings, ev(
+            "object", f"{len(pods)} pod(s), {placed} bound to a node; no scheduling gate left, no "
+                      "FailedScheduling, image-pull or container-start failure", kind="Workload", name=w.name,
+            namespace=w.namespace, field="pods of the workload"))
 
     # --- not released ----------------------------------------------------------------------------------------
     def _not_released(self, w: WorkloadView, held: list[HeldBy], age: float | None) -> Finding:

@@ -7,17 +7,24 @@ from typing import Any
 from kueuediag.analysis.flavor_match import FlavorExclusion, group_exclusions, groups_for_pod_set
 from kueuediag.analysis.kueue_config import kueue_config
 from kueuediag.analysis.messages import PendingMessage
-from kueuediag.analysis.queue_route import collected, queue_route
-from kueuediag.check import Check, ev
+from kueuediag.analysis.queue_route import QueueRoute, collected
+from kueuediag.check import ev
 from kueuediag.models import Evidence, Finding, Severity
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
-from kueuediag_checks._submission import from_message, labels_str, lq_active_evidence, pending, qr_evidence
+from kueuediag_checks._submission import (
+    Pending,
+    SubmissionCheck,
+    cq_name,
+    from_message,
+    labels_str,
+    lq_active_evidence,
+    qr_evidence,
+)
 
 
-class ResourceCoverage(Check):
+class ResourceCoverage(SubmissionCheck):
     """Finds requests no resourceGroup covers and pod sets whose constraints exclude every flavor.
 
     What it detects:
@@ -50,11 +57,12 @@ class ResourceCoverage(Check):
     requires = ()
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
-        p = pending(target.workload)
-        if p is None:
-            return []
-        route = queue_route(snapshot, p.w, p.pm)
+    def looked_at(self, p: Pending, route: QueueRoute) -> str:
+        requested = ", ".join(sorted(p.w.total_requests())) or "nothing"
+        return (f"ClusterQueue {cq_name(route)} covers every requested resource ({requested}) with a flavor whose "
+                "labels and taints the pods accept")
+
+    def route_findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
         causes = ("resource-not-covered", "no-matching-flavor")
         if route.state == "lq-unknown":
             return from_message(self, p, causes, "LocalQueue")

@@ -25,9 +25,9 @@ from kueuediag.analysis.health import (
 )
 from kueuediag.analysis.installation import installation
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Evidence, Finding, Fix, Patch, Severity
+from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Fix, Outcome, Patch, Severity
 from kueuediag.snapshot.k8s import NodeView, meta
-from kueuediag.snapshot.kueue import KueueIndex, WorkloadView, kueue_index, nodes
+from kueuediag.snapshot.kueue import KueueIndex, WorkloadView, kueue_index, nodes, pods
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import format_rfc3339, human_duration
@@ -99,23 +99,51 @@ class SystemHealth(Check):
     default_severity = Severity.MEDIUM
     options = {"restart_threshold": 3, "victim_hold_minutes": 10, "change_window_minutes": 60}
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         pending = w is not None and w.state in ("pending", "quota-reserved")
         ctx = _Ctx(snapshot, target, kueue_index(snapshot), w, target.cluster_queue(snapshot), pending,
                    (w.queue_order_time or w.created) if w is not None else None)
-        findings: list[Finding] = []
-        findings += self._zombies(ctx)
-        findings += self._victims(ctx)
-        findings += self._controller(ctx)
-        findings += self._nodes(ctx)
-        findings += self._changes(ctx)
-        if not findings:
-            return []
-        inst = installation(snapshot)
-        extra = {"kueueVersion": inst.version.version, "kueueVersionSource": inst.version.source,
-                 "featureGates": inst.gates.describe()}
-        return [f.model_copy(update={"data": {**f.data, **extra}}) for f in findings]
+        zombies, victims = self._zombies(ctx), self._victims(ctx)
+        controller, node_findings, changes = self._controller(ctx), self._nodes(ctx), self._changes(ctx)
+        findings = zombies + controller + node_findings + changes
+        if findings or victims:
+            inst = installation(snapshot)
+            extra = {"kueueVersion": inst.version.version, "kueueVersionSource": inst.version.source,
+                     "featureGates": inst.gates.describe()}
+            return CheckResult.fired([f.model_copy(update={"data": {**f.data, **extra}}) for f in findings],
+                                     victims)
+        return self._nothing_found(ctx)
+
+    def _nothing_found(self, ctx: _Ctx) -> CheckResult:
+        """Ruled out with what each part looked at — or could not check, naming the parts it could not see."""
+        snap = ctx.snap
+        seen = [ev("derived", f"{len(pods(snap))} pod(s): none past its deletion grace period",
+                   field="metadata.deletionTimestamp"),
+                ev("derived", f"{len(victims_of(snap))} preemption victim(s) holding quota: none stuck or held "
+                              f"{self.opts['victim_hold_minutes']}m or more", field="status.conditions[Evicted]")]
+        unseen: list[tuple[str, str]] = []
+        ctrl = controller_pods(snap)
+        if ctrl:
+            seen.append(ev("object", f"{sum(1 for p in ctrl if p.healthy)}/{len(ctrl)} controller pod(s) ready, "
+                                     f"at most {max(p.restarts for p in ctrl)} restart(s)",
+                           kind="Pod", name=ctrl[0].name, namespace=ctrl[0].namespace, field="status"))
+        elif controller_deployment(snap) is not None:
+            seen.append(ev("object", "controller Deployment present, no pod of it listed", field="status"))
+        else:
+            unseen.append(("controller pods", "no kueue-controller-manager Pod or Deployment in the snapshot"))
+        why_nodes = snap.part_unavailable(Part.NODES)
+        if why_nodes:
+            unseen.append(("nodes", why_nodes))
+        else:
+            seen.append(ev("derived", f"{len(nodes(snap))} node(s): none NotReady, cordoned or short of "
+                                      "allocatable GPUs", field="status.conditions[Ready]"))
+        seen.append(ev("derived", f"no queue, flavor or Kueue configuration change within "
+                                  f"{self.opts['change_window_minutes']}m", field="metadata.managedFields[].time"))
+        if unseen:
+            return CheckResult(outcome=Outcome.COULD_NOT_CHECK, input=", ".join(i for i, _ in unseen),
+                               reason="; ".join(r for _, r in unseen), evidence=tuple(seen))
+        return CheckResult.ruled_out(*seen)
 
     # --- zombies -------------------------------------------------------------------------------------------
 
@@ -163,7 +191,7 @@ class SystemHealth(Check):
 
     # --- preemption victims ------------------------------------------------------------------------------
 
-    def _victims(self, ctx: _Ctx) -> list[Finding]:
+    def _victims(self, ctx: _Ctx) -> list[Contribution]:
         limit = float(self.opts["victim_hold_minutes"]) * 60
         held = [v for v in victims_of(ctx.snap) if v.zombies or (v.held_seconds or 0) >= limit]
         out = []
@@ -177,7 +205,8 @@ class SystemHealth(Check):
                     out.append(self._victim_finding(ctx, cause, sub, about))
         return out
 
-    def _victim_finding(self, ctx: _Ctx, cause: str, group: list[Victim], about: bool) -> Finding:
+    def _victim_finding(self, ctx: _Ctx, cause: str, group: list[Victim], about: bool) -> Contribution:
+        """Preemption victims that hold quota: evidence for KD302's slow-/stuck-preemption cause."""
         first = group[0]
         n = len(group)
         held = human_duration(first.held_seconds)
@@ -206,24 +235,21 @@ class SystemHealth(Check):
                 evidence.append(ev("object", f"deletionTimestamp {format_rfc3339(p.deletion) if p.deletion else '?'},"
                                    f" phase {p.phase}", kind="Pod", name=p.name, namespace=p.namespace,
                                    field="metadata.deletionTimestamp"))
-        remediation: list[str] = []
-        fixes = [Fix(text=f"Force-delete the zombie pod {p.name} (past its grace period, still counted).",
-                     patch=Patch(kind="Pod", name=p.name, namespace=p.namespace, delete=True,
-                                 flags=("--force", "--grace-period=0")))
-                 for v in group[:2] for p in v.zombies[:2]]
+        # a contribution: folded into KD302's finding, whose zombie-pod patch verifies this same command
+        remediation = [f"kubectl delete pod {p.name} -n {p.namespace} --force --grace-period=0"
+                       for v in group[:2] for p in v.zombies[:2]]
         if cause == "slow-preemption":
-            fixes = []
             remediation = ["Shorten terminationGracePeriodSeconds / preStop hooks of preemptible workloads.",
                            "Kueue >= v0.17: enable the FastQuotaReleaseInPodIntegration feature gate for plain "
                            "pods (--feature-gates=FastQuotaReleaseInPodIntegration=true)."]
-        return self.finding(
+        return self.contribute(
             cause, title,
             f"{first.workload.ref()} was preempted ({first.message or 'Evicted reason Preempted'}) {held} ago "
             f"but still holds quota. {why}",
             severity=Severity.HIGH if about else Severity.MEDIUM,
             confidence=Confidence.HIGH if cause == "stuck-preemption-target" else Confidence.MEDIUM,
-            evidence=evidence, remediation=remediation or (None if not fixes else []), about_target=about,
-            fixes=fixes, data={"victims": [v.workload.ref() for v in group],
+            evidence=evidence, remediation=remediation, about_target=about,
+            data={"victims": [v.workload.ref() for v in group],
                   "held_seconds": round(first.held_seconds or 0)},
         )
 

@@ -7,7 +7,7 @@ import re
 from kueuediag.analysis.kueue_config import kueue_config
 from kueuediag.analysis.messages import PendingMessage
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Finding, Severity
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import WorkloadView
 from kueuediag.snapshot.model import Snapshot
@@ -49,15 +49,20 @@ class WorkloadActivation(Check):
     requires = ()
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         if w is None or w.state == "finished":
-            return []
+            return CheckResult.not_applicable("the workload is finished" if w else "no Workload exists")
         p = pending(w)
         if p is None:
             # still holding quota while being deactivated (eviction in progress) is worth saying
-            return self._deactivated(snapshot, w, w.cond("QuotaReserved"))
-        return [*self._deactivated(snapshot, w, p.qr), *self._gated(w, p.qr, p.pm)]
+            found = self._deactivated(snapshot, w, w.cond("QuotaReserved"))
+        else:
+            found = [*self._deactivated(snapshot, w, p.qr), *self._gated(w, p.qr, p.pm)]
+        gates = (w.obj.get("metadata") or {}).get("annotations", {}).get(GATED_BY)
+        return self.result(found, ev(
+            "object", "spec.active: true; " + (f"{GATED_BY}: {gates}" if gates else f"no {GATED_BY} annotation"),
+            kind="Workload", name=w.name, namespace=w.namespace, field="spec.active"))
 
     def _deactivated(self, snap: Snapshot, w: WorkloadView, qr: Condition | None) -> list[Finding]:
         if w.active:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kueuediag.check import Check, ev
-from kueuediag.models import Confidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Finding, Severity
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
@@ -36,12 +36,14 @@ class WorkloadState(Check):
     requires = (Part.WORKLOADS,)
     default_severity = Severity.INFO
 
-    def run(self, snapshot: Snapshot, target: Target) -> list[Finding]:
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult | list[Finding]:
         w = target.workload
         assert w is not None
         state = w.state
         if state not in ("admitted", "finished"):
-            return []
+            return CheckResult.ruled_out(ev(
+                "condition", f"Admitted and Finished are not True: the Workload is {state}", kind="Workload",
+                name=w.name, namespace=w.namespace, field="status.conditions[type=Admitted]"))
         cond = w.cond("Finished" if state == "finished" else "Admitted")
         assert cond is not None
         age = snapshot.age_seconds(cond.last_transition)

@@ -1,11 +1,11 @@
-"""Log signatures and known upstream Kueue bugs, as data.
+"""Log signatures, as data.
 
 ``SIGNATURES`` is the library KD501 runs over the controller logs: each entry says which lines it matches
 (a regex on the message and/or on fields), what such a line means, which cause it supports, the lowest
 ``--zap-log-level`` at which Kueue emits it (kueue-facts §10) and how many repetitions make it noteworthy.
 
-``KNOWN_ISSUES`` maps Kueue version ranges and the signatures/objects a snapshot shows to upstream issues, PRs
-and the releases that fixed them (kueue-facts §4.1, §8, §13). KD902 reads it.
+The known upstream bugs these signatures corroborate live in kueuediag/data/known_issues.yaml
+(kueuediag.analysis.known_issues, KD902).
 
 The small semver helper (:func:`parse_version`, :func:`satisfies`, :func:`is_fixed`) understands ``v0.13.2``,
 ``0.13.2``, pre-releases (``v0.14.0-rc.1`` < ``v0.14.0``), ``v0.20.0-devel`` and ``git describe`` strings
@@ -21,9 +21,7 @@ from dataclasses import dataclass, field
 
 from kueuediag.analysis.versions import (  # noqa: F401 - the semver helpers used to live here
     Version,
-    behaviour,
     fixed_version_for,
-    has_behaviour,
     is_fixed,
     parse_version,
     satisfies,
@@ -347,117 +345,3 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
 def signature_hits(snap: Snapshot) -> list[SignatureHit]:
     """`scan` over the snapshot's logs (memoised)."""
     return snap.memo("log-signature-hits", lambda: scan(log_lines(snap)))
-
-
-# --- known upstream issues ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KnownIssue:
-    """An upstream Kueue bug a snapshot can show, with the version-table row that fixes or mitigates it.
-
-    `condition` names the detector KD902 runs over the snapshot's objects; `signatures` are log signatures
-    that corroborate it. `fixed_by` names the row of ``data/versions.yaml`` whose `since` releases contain
-    the fix (the mainline release and its cherry-picks, see :func:`is_fixed`); `mitigated_by` names a row
-    whose feature gate only mitigates it. Versions are never written here: the table owns them.
-    """
-
-    id: str
-    title: str
-    meaning: str
-    issues: tuple[str, ...]
-    prs: tuple[str, ...]
-    condition: str
-    fixed_by: str | None = None
-    mitigated_by: str | None = None
-    signatures: tuple[str, ...] = ()
-    changelog: str = ""
-
-    @property
-    def fixed_in(self) -> tuple[str, ...]:
-        """The releases that contain the fix (empty when only a feature gate mitigates the bug)."""
-        return behaviour(self.fixed_by).since if self.fixed_by else ()
-
-    @property
-    def mitigation_gate(self) -> str | None:
-        return behaviour(self.mitigated_by).gate if self.mitigated_by else None
-
-    @property
-    def gate_since(self) -> str | None:
-        """The first release that has the mitigating feature gate."""
-        return behaviour(self.mitigated_by).first if self.mitigated_by else None
-
-    def gate_available(self, version: str | Version) -> bool:
-        """Whether `version` has the mitigating feature gate at all."""
-        return bool(self.mitigated_by and has_behaviour(version, self.mitigated_by))
-
-    def affects(self, version: str | Version) -> bool:
-        v = version if isinstance(version, Version) else parse_version(version)
-        if v is None:
-            return False
-        if self.fixed_by:
-            return not bool(has_behaviour(v, self.fixed_by))
-        return True
-
-    @property
-    def refs(self) -> str:
-        return ", ".join([f"issue {i}" for i in self.issues] + [f"PR {p}" for p in self.prs])
-
-
-KNOWN_ISSUES: tuple[KnownIssue, ...] = (
-    KnownIssue(
-        "fair-sharing-rounding-zero", "Fair-sharing share rounds to 0 for a borrowing ClusterQueue",
-        "Up to v0.13.2 the dominant resource share was computed with integers: with large quotas or high "
-        "weights a borrowing ClusterQueue got weightedShare 0, looked like it was not borrowing, could not "
-        "be chosen for fair-sharing preemption, and a ClusterQueue owning the guarantee could not reclaim it "
-        "(`Workload requires preemption, but there are no candidate workloads allowed for preemption`).",
-        issues=("#6577",), prs=("#6617", "#6620", "#6619"), fixed_by="drs-reclamation-floor",
-        condition="borrowing-cq-zero-share", signatures=("no-preemption-candidates",),
-        changelog="Fix fairsharing reclamation bug",
-    ),
-    KnownIssue(
-        "fair-sharing-rounding-precision", "Imprecise dominant resource share (rounding) under fair sharing",
-        "Before v0.14.0 / v0.13.5 shares were compared after rounding: with large quotas or high FairSharing "
-        "weights the order of ClusterQueues in tournaments and preemption was wrong (and weight 0 could loop "
-        "preemption).",
-        issues=("#6774",), prs=("#6925", "#6994"), fixed_by="drs-precise",
-        condition="fair-sharing-borrowing", signatures=("no-preemption-candidates",),
-        changelog="Incorrect DominantResourceShare caused by rounding (large quotas or high FairSharing "
-                  "weight)",
-    ),
-    KnownIssue(
-        "pod-group-terminating-quota", "Pods stuck terminating keep quota in pod groups",
-        "Before v0.14.0 / v0.13.5 / v0.12.10 a pod-group pod that stays Running with a deletionTimestamp "
-        "(a zombie past its grace period) counted as active, so its preempted Workload never released quota "
-        "and the preemptor stayed at the head of the queue for hours.",
-        issues=("#6143", "#6489"), prs=("#6872", "#6892", "#6893"),
-        fixed_by="pod-group-terminating-release",
-        condition="zombie-pods-in-pod-group",
-        signatures=("overlapping-preemption-targets", "requeue-loop-pending-preemption"),
-        changelog="Pod-integration now correctly handles pods stuck in the Terminating state within pod "
-                  "groups, preventing them from being counted as active and avoiding blocked quota release.",
-    ),
-    KnownIssue(
-        "serialized-pod-preemption", "Pod-integration preemptions are serialized by grace periods",
-        "For plain pods a victim counts as active through its whole termination grace period, so every "
-        "preemption waits for the victim's grace period (15-minute preStop hooks mean one reclaimed "
-        "guarantee every 15 minutes). Kueue v0.17.0 added FastQuotaReleaseInPodIntegration (alpha, off by "
-        "default) to release quota as soon as all pods of the group are terminating.",
-        issues=("#6143",), prs=("#8992",), condition="pod-preemption-victim-terminating",
-        signatures=("requeue-loop-pending-preemption",), mitigated_by="fast-quota-release-gate",
-        changelog="Pod integration: introduce the FastQuotaReleaseInPodIntegration feature gate (alpha, "
-                  "disabled by default) which allows to release quota as soon as all Pods in a group are "
-                  "terminating.",
-    ),
-    KnownIssue(
-        "misleading-max-capacity-multi-podset",
-        "Misleading `request > maximum capacity` with several pod sets",
-        "Before v0.15.0 the `insufficient quota ... request > maximum capacity` message compared only the "
-        "current pod set with the quota, ignoring what earlier pod sets of the same workload already took, "
-        "so the numbers in the message did not add up for multi-pod-set workloads.",
-        issues=("#4134",), prs=("#7232",), fixed_by="max-capacity-message-multi-podset",
-        condition="multi-podset-max-capacity",
-    ),
-)
-
-KNOWN_BY_ID: dict[str, KnownIssue] = {k.id: k for k in KNOWN_ISSUES}

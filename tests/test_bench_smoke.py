@@ -1,0 +1,50 @@
+"""The benchmark's CI smoke run: generate a 5 % cluster and run bench/run.py --quick on it.
+
+It asserts that the benchmark runs and reports every figure with a sane verdict — never anything about time
+(CI machines are noisy; the targets are checked by hand, see docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_generator_is_deterministic_and_scales(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        subprocess.run([sys.executable, str(ROOT / "bench" / "generate_large.py"), str(out), "--scale", "0.02"],
+                       check=True, capture_output=True)
+    for rel in ("objects/workloads.json", "metrics/kueue.om", "logs/kueue-controller-manager.log"):
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+    kueue = json.loads((a / "objects" / "kueue.json").read_text())["items"]
+    parents = {o["metadata"]["name"]: o["spec"].get("parentName") for o in kueue if o["kind"] == "Cohort"}
+    # three cohort levels: org → division → root
+    org = next(n for n in parents if n.startswith("org-"))
+    assert parents[parents[org]] == "root" and parents["root"] is None
+    wls = json.loads((a / "objects" / "workloads.json").read_text())["items"]
+    pending = [w for w in wls if w["status"]["conditions"][0]["status"] == "False"]
+    assert 0.05 < len(pending) / len(wls) < 0.15
+    manifest = json.loads((a / "manifest.json").read_text())
+    assert manifest["benchTarget"]["workload"] in {w["metadata"]["name"] for w in pending}
+
+
+def test_bench_smoke_run_reports_every_figure(tmp_path: Path) -> None:
+    snap = tmp_path / "snap"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "generate_large.py"), str(snap), "--scale", "0.05"],
+                   check=True, capture_output=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--snapshot", str(snap), "--repeat", "1",
+                           "--quick"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert re.search(r"^floor +\d+\.\d+ s", out, re.M), out
+    why = re.search(r"^why +\d+\.\d+ s +(\d+\.\d+)× .*peak RSS +\d+ MiB .*verdict (\S+)", out, re.M)
+    assert why, out
+    assert why.group(2) not in ("unknown", "not-pending"), out  # the bench target is a pending workload
+    assert re.search(r"^cold start +--help \d\.\d+ s, checks \d+\.\d+ s, why on example \S+ \d+\.\d+ s", out, re.M)
+    assert re.search(r"^per target +\d+\.\d ms", out, re.M), out
