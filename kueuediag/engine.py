@@ -8,6 +8,7 @@ finding (kueuediag.merge), and the verdict carries a confidence that drops when 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -207,12 +208,17 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
 
 def _with_verified_fixes(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings,
                          ranked: Sequence[RankedFinding]) -> list[RankedFinding]:
-    def again(patched: Snapshot) -> list[Finding]:
+    # Only the check that found a cause decides whether a fix removes it, so only that check is run again (with
+    # no select/ignore: a filtered-out check would look like a cured cause).
+    plain = dataclasses.replace(settings, select=[], ignore=[])
+
+    def again(patched: Snapshot, code: str) -> list[Finding]:
         try:
             moved = resolve(patched, target.query, target.namespace)
         except KueuediagError:  # the fix removed the target itself: nothing left to be pending
             return []
-        verdict = diagnose(patched, moved, classes, settings, verify_fixes=False)
+        owner = [c for c in classes if c.code == code]
+        verdict = diagnose(patched, moved, owner, plain, verify_fixes=False)
         return [r.finding for r in verdict.findings]
 
     w = target.workload

@@ -98,7 +98,7 @@ def parse_command(cmd: str) -> Patch | None:
         return None
     verb, resource, name, args = rest[0], rest[1].split(".")[0].lower(), rest[2], rest[3:]
     kind = _RESOURCE_KINDS.get(resource) or _RESOURCE_KINDS.get(resource.rstrip("s"))
-    if kind is None or "/" in name:
+    if kind is None or "/" in name or name.startswith("-"):
         return None
     if verb == "delete":
         return Patch(kind=kind, name=name, namespace=ns, delete=True,
@@ -268,8 +268,8 @@ def apply(raw: RawSnapshot, patch: Patch, pending: tuple[str | None, str] | None
                        logs=raw.logs)
 
 
-Rediagnose = Callable[[Snapshot], list[Finding]]
-"""diagnose the same target on a patched snapshot; returns the findings about the target"""
+Rediagnose = Callable[[Snapshot, str], list[Finding]]
+"""run check `code` for the same target on a patched snapshot; returns its findings"""
 
 
 def verify(snap: Snapshot, findings: list[Finding], rediagnose: Rediagnose, limit: int = 3,
@@ -311,7 +311,7 @@ def _verified(snap: Snapshot, finding: Finding, fix: Fix, rediagnose: Rediagnose
     raw = apply(snap.raw, fix.patch, pending)
     if raw is None:  # the object is gone: never print a command naming it
         return None
-    after = rediagnose(Snapshot(raw, now=snap.now))
+    after = rediagnose(Snapshot(raw, now=snap.now), finding.code)
     # The check that found the cause must no longer find it. Other checks may still echo it from history (log
     # lines, metric series) that no patch can change; they are not the state the fix acts on.
     gone = not any(a.cause == finding.cause and a.about_target and a.code == finding.code for a in after)

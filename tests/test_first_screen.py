@@ -269,3 +269,10 @@ def test_real_terminal_in_tmux(columns: int, tmp_path: Path) -> None:
     assert "    kubectl delete pod sweep-lr-0917-g4-1 -n ml-sweeps --force --grace-period=0" in joined
     box = "\n".join(lines[: lines.index(next(x for x in lines[1:] if x.startswith("─"))) + 1])
     assert "FIRST FIX, CHECKED" in box
+
+
+def test_readme_sample_is_a_real_run() -> None:
+    """The README's sample output is what `kueuediag demo stuck-preemption-target` prints (plain, 100 columns)."""
+    out = _cli("demo", "stuck-preemption-target", env={"COLUMNS": "100", "NO_COLOR": "1"}).stdout
+    readme = (ROOT / "README.md").read_text()
+    assert out.strip("\n") in readme

@@ -48,7 +48,7 @@ def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None,
                       color_system="standard" if color else None, highlight=False, soft_wrap=False,
                       emoji=False, markup=False)
     _Screen(console, v, verbose=verbose, boxes=boxes, color=color).render()
-    return buf.getvalue()
+    return "".join(line.rstrip(" ") + "\n" for line in buf.getvalue().splitlines())
 
 
 class _Screen:
