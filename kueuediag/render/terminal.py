@@ -122,7 +122,13 @@ class _Screen:
         fix = v.first_fix
         if fix is not None:
             self.fix(fix, indent="", first=True)
-        elif top is not None:
+        elif top is None:
+            self.text("NEXT STEP: no check found a cause; record what was seen and attach it to a ticket:", "yellow")
+            w = v.workload
+            who = f"{w.owner.kind.lower()}/{w.owner.name}" if w.owner else f"workload/{w.name}"
+            self.command(f"kueuediag snapshot --for {who}" + (f" -n {w.namespace}" if w.namespace else "")
+                         + " --redact", "    ")
+        else:
             self.text("NO CHECKED FIX: none of the suggested changes could be confirmed on this snapshot (an "
                       "object they name is not in it); see the evidence below.", "yellow")
         self.rule()
