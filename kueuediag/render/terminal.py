@@ -242,6 +242,11 @@ class _Screen:
                 self.text(f"- not collected: {err}", "yellow", clip=True)
             if len(v.snapshot_errors) > len(errors):
                 self.text(f"- … {len(v.snapshot_errors) - len(errors)} more not collected (use -v)", "yellow")
+        warnings = v.snapshot_warnings if self.verbose else v.snapshot_warnings[:1]
+        for warning in warnings:
+            self.text(f"warning: {warning}", "yellow", clip=True)
+        if len(v.snapshot_warnings) > len(warnings):
+            self.text(f"… {len(v.snapshot_warnings) - len(warnings)} more warning(s) (use -v)", "yellow")
         if self.verbose:
             total = sum(r.duration_ms for r in v.runs)
             self.text(f"checks ran in {total:.1f} ms", "dim")

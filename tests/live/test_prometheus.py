@@ -22,8 +22,9 @@ import pytest
 
 from kueuediag.live import LiveOptions, collect_for_why
 from kueuediag.live.prom import collect_metrics, metric_names, prometheus_headers
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.metrics import metric_store, parse_metrics
-from kueuediag.snapshot.model import Part, Snapshot, load_snapshot
+from kueuediag.snapshot.model import Part, Snapshot
 from tests.live.conftest import LIVE_FIXTURE, ServerFactory
 from tests.live.fixture_gen import NOW
 
