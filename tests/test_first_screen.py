@@ -28,7 +28,8 @@ from kueuediag.models import FixStatus, Severity, Verdict
 from kueuediag.registry import discover
 from kueuediag.render.common import log_line
 from kueuediag.render.terminal import TOP_FINDINGS, _one_per_cause, display_rows, render_terminal
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import read_snapshot
 from kueuediag.target import resolve
 from kueuediag.timeutil import parse_time

@@ -20,7 +20,7 @@ from kueuediag.models import Verdict
 from kueuediag.registry import discover
 from kueuediag.render.json_out import verdict_dict
 from kueuediag.render.junit import render_junit
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
