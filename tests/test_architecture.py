@@ -95,6 +95,7 @@ _BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("kueuediag.__main__", "cli"),
     ("kueuediag.engine", "engine"),
     ("kueuediag.merge", "engine"),
+    ("kueuediag.fixes", "engine"),
     ("kueuediag.ranking", "engine"),
     ("kueuediag.registry", "engine"),
     ("kueuediag.testing", "engine"),
