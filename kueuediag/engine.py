@@ -8,6 +8,7 @@ finding (kueuediag.merge), and the verdict carries a confidence that drops when 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,8 @@ from kueuediag.causes import BY_SLUG, TIER_ORDER, Tier, all_causes
 from kueuediag.causes import cause as cause_of
 from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
-from kueuediag.errors import InputError, MalformedObject
+from kueuediag.errors import InputError, KueuediagError, MalformedObject
+from kueuediag.fixes import first_fix, verify
 from kueuediag.merge import merge_runs
 from kueuediag.models import (
     CheckResult,
@@ -35,7 +37,7 @@ from kueuediag.ranking import rank, sort_key, verdict_cause
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.kueue import WorkloadState
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
+from kueuediag.target import Target, resolve
 from kueuediag.timeutil import human_duration
 
 
@@ -182,7 +184,10 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
     )
 
 
-def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings) -> Verdict:
+def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings,
+             verify_fixes: bool = True) -> Verdict:
+    """Run the checks, merge and rank the findings, and check every patch-backed fix against a patched copy of
+    the snapshot (kueuediag.fixes) so that only fixes that help are printed."""
     checks = select_checks(classes, settings)
     cls_map = {c.code: type(c) for c in checks}
     runs = [_apply_ignore(run_check(check, snap, target), settings) for check in checks]
@@ -190,6 +195,8 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
     findings = [f for f in (_override(f, settings, cls_map) for f in merged) if f is not None]
     info = workload_info(snap, target)
     ranked = rank(findings)
+    if verify_fixes:
+        ranked = _with_verified_fixes(snap, target, classes, settings, ranked)
     cause, layer = verdict_cause(ranked)
     confidence, unseen = verdict_confidence(ranked, runs)
     blind = blind_spots(ranked, runs)
@@ -201,8 +208,28 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
         captured_at=snap.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         snapshot_errors=tuple(f"{what}: {err}" for what, err in snap.manifest.errors),
         snapshot_warnings=tuple(snap.warnings),
-        confidence=confidence, unseen=tuple(unseen),
+        confidence=confidence, unseen=tuple(unseen), first_fix=first_fix(r.finding for r in ranked),
     )
+
+
+def _with_verified_fixes(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings,
+                         ranked: Sequence[RankedFinding]) -> list[RankedFinding]:
+    # Only the check that found a cause decides whether a fix removes it, so only that check is run again (with
+    # no select/ignore: a filtered-out check would look like a cured cause).
+    plain = dataclasses.replace(settings, select=[], ignore=[])
+
+    def again(patched: Snapshot, code: str) -> list[Finding]:
+        try:
+            moved = resolve(patched, target.query, target.namespace)
+        except KueuediagError:  # the fix removed the target itself: nothing left to be pending
+            return []
+        owner = [c for c in classes if c.code == code]
+        verdict = diagnose(patched, moved, owner, plain, verify_fixes=False)
+        return [r.finding for r in verdict.findings]
+
+    w = target.workload
+    checked = verify(snap, [r.finding for r in ranked], again, pending=(w.namespace, w.name) if w else None)
+    return [r.model_copy(update={"finding": f}) for r, f in zip(ranked, checked, strict=True)]
 
 
 _UNSEEN = (Outcome.COULD_NOT_CHECK, Outcome.ERRORED)

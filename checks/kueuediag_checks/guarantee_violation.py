@@ -280,7 +280,7 @@ class GuaranteeViolation(Check):
             f"Your workload does not fit in the unused nominal quota of ClusterQueue {cq}, so its wait is "
             f"not a guarantee violation. Elsewhere in the cluster {len(others)} pending workload(s) in "
             f"{len(cqs)} ClusterQueue(s) ({', '.join(cqs)}) do fit in their queue's unused guarantees and "
-            f"still wait: {listing}. That is the first sign that Kueue is stuck or slow (the talk's guarantee "
+            f"still wait: {listing}. That is the first sign that Kueue is stuck or slow (a guarantee "
             "violation); it may also slow your workload once it reaches the head of its queue.")
         evidence = []
         for v in top:

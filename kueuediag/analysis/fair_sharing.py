@@ -149,7 +149,7 @@ class DRS:
         return legacy
 
     def explain(self) -> str:
-        """`borrows 4 cpu of 40 lendable → 100‰` in plain words."""
+        """`borrows 4 cpu of 40 lendable → 10%` in plain words."""
         if not self.has_parent:
             return "not in a cohort (share is always 0)"
         if not self.borrowing:
@@ -159,7 +159,7 @@ class DRS:
             return f"borrows {res}, but the cohort lends none of it (ratio 0)"
         r = self.dominant_resource
         return (f"borrows {fmt_amount(r, self.borrowed[r])} {r} of {fmt_amount(r, self.lendable[r])} "
-                f"lendable → {fmt_fraction(self.ratio)}‰")
+                f"lendable → {fmt_fraction(self.ratio / 10)}%")
 
 
 class ShareRounding(StrEnum):

@@ -1,6 +1,6 @@
 """Guarantee violations: pending workloads that fit in their ClusterQueue's unused nominal quota.
 
-The talk's first signal that something is wrong (seeds/talk-instrumenting-kueue-scheduling.txt): a tenant's
+The first signal that something is wrong: a tenant's
 queued workloads fit within its unallocated guarantees (nominal quota), yet they stay pending. This module
 finds every such workload cluster-wide and estimates *how long* it has been so.
 

@@ -1,4 +1,4 @@
-"""Cluster-health facts a "why pending" diagnosis needs (talk step 6): zombie pods, preemption victims that
+"""Cluster-health facts a "why pending" diagnosis needs: zombie pods, preemption victims that
 still hold quota, the Kueue controller's pods, feature gates, and recent configuration changes.
 
 Pure functions of the snapshot, memoised where they walk every pod or workload. KD901 (system-health) and
