@@ -133,10 +133,18 @@ def write_logs(path: Path, workloads: list[dict], n_lines: int, rng: random.Rand
     return n_lines
 
 
+SCALES = {"small": 0.005, "full": 1.0}
+
+
+def _scale(text: str) -> float:
+    return SCALES[text] if text in SCALES else float(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--scale", type=_scale, default=1.0,
+                    help="fraction of the full size, or 'small' (0.005: 6 nodes, 250 Workloads) for tests")
     args = ap.parse_args()
     rng = random.Random(20261120)
     out = Path(args.out)

@@ -243,7 +243,7 @@ _CATALOG: tuple[Cause, ...] = (
           "restarted, close to when the workload started waiting.",
           "Review the change (managedFields, generation) and roll it back if it is the trigger."),
     Cause(CauseSlug.LOGGING_INSUFFICIENT, _K, Tier.CONTEXT, "Controller logs are too quiet to decide",
-          "Kueue runs at the default --zap-log-level=2, so the decisive V(3)+ lines (`Workload evaluated for "
+          "Kueue runs at the default --zap-log-level=2, so the decisive level-3 lines (`Workload evaluated for "
           "admission`, `Preempted`) are absent.",
           "Raise the controller's log level to `--zap-log-level=5` while investigating."),
     Cause(CauseSlug.KNOWN_ISSUE, _K, Tier.ROOT, "A known upstream Kueue bug matches",

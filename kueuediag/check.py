@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from kueuediag.causes import Cause, register_cause
 from kueuediag.causes import cause as lookup_cause
-from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Severity
+from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Fix, Severity
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 
@@ -113,6 +113,7 @@ class Check(ABC):
         remediation: Iterable[str] | None = None,
         about_target: bool = True,
         data: Mapping[str, Any] | None = None,
+        fixes: Iterable[Fix] = (),
     ) -> Finding:
         """Build a Finding stamped with this check's code; remediation defaults to the cause catalog's."""
         c = lookup_cause(cause)
@@ -125,7 +126,8 @@ class Check(ABC):
             severity=self.default_severity if severity is None else severity,
             confidence=confidence,
             evidence=tuple(evidence),
-            remediation=tuple(remediation) if remediation is not None else (c.remediation,),
+            remediation=tuple(remediation) if remediation is not None else (() if fixes else (c.remediation,)),
+            fixes=tuple(fixes),
             docs=self.docs_url or f"{DOCS_BASE}/{self.code}.md",
             about_target=about_target,
             data=dict(data or {}),

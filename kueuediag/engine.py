@@ -8,6 +8,7 @@ finding (kueuediag.merge), and the verdict carries a confidence that drops when 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,8 @@ from kueuediag.causes import BY_SLUG, TIER_ORDER, Tier, all_causes
 from kueuediag.causes import cause as cause_of
 from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
-from kueuediag.errors import InputError, MalformedObject
+from kueuediag.errors import InputError, KueuediagError, MalformedObject
+from kueuediag.fixes import first_fix, verify
 from kueuediag.merge import merge_runs
 from kueuediag.models import (
     CheckResult,
@@ -31,11 +33,11 @@ from kueuediag.models import (
     Verdict,
     WorkloadInfo,
 )
-from kueuediag.ranking import rank, verdict_cause
+from kueuediag.ranking import rank, sort_key, verdict_cause
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.kueue import WorkloadState
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
+from kueuediag.target import Target, resolve
 from kueuediag.timeutil import human_duration
 
 
@@ -182,7 +184,10 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
     )
 
 
-def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings) -> Verdict:
+def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings,
+             verify_fixes: bool = True) -> Verdict:
+    """Run the checks, merge and rank the findings, and check every patch-backed fix against a patched copy of
+    the snapshot (kueuediag.fixes) so that only fixes that help are printed."""
     checks = select_checks(classes, settings)
     cls_map = {c.code: type(c) for c in checks}
     runs = [_apply_ignore(run_check(check, snap, target), settings) for check in checks]
@@ -190,16 +195,41 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
     findings = [f for f in (_override(f, settings, cls_map) for f in merged) if f is not None]
     info = workload_info(snap, target)
     ranked = rank(findings)
+    if verify_fixes:
+        ranked = _with_verified_fixes(snap, target, classes, settings, ranked)
     cause, layer = verdict_cause(ranked)
     confidence, unseen = verdict_confidence(ranked, runs)
+    blind = blind_spots(ranked, runs)
+    if is_incomplete(ranked, blind):  # a context finding is never the answer while relevant checks were blind
+        cause, layer = "unknown", Layer.NONE
     return Verdict(
-        workload=info, cause=cause, layer=layer, headline=headline(ranked, info),
+        workload=info, cause=cause, layer=layer, headline=headline(ranked, info, blind),
         findings=tuple(ranked), runs=tuple(runs),
         captured_at=snap.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         snapshot_errors=tuple(f"{what}: {err}" for what, err in snap.manifest.errors),
         snapshot_warnings=tuple(snap.warnings),
-        confidence=confidence, unseen=tuple(unseen),
+        confidence=confidence, unseen=tuple(unseen), first_fix=first_fix(r.finding for r in ranked),
     )
+
+
+def _with_verified_fixes(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings,
+                         ranked: Sequence[RankedFinding]) -> list[RankedFinding]:
+    # Only the check that found a cause decides whether a fix removes it, so only that check is run again (with
+    # no select/ignore: a filtered-out check would look like a cured cause).
+    plain = dataclasses.replace(settings, select=[], ignore=[])
+
+    def again(patched: Snapshot, code: str) -> list[Finding]:
+        try:
+            moved = resolve(patched, target.query, target.namespace)
+        except KueuediagError:  # the fix removed the target itself: nothing left to be pending
+            return []
+        owner = [c for c in classes if c.code == code]
+        verdict = diagnose(patched, moved, owner, plain, verify_fixes=False)
+        return [r.finding for r in verdict.findings]
+
+    w = target.workload
+    checked = verify(snap, [r.finding for r in ranked], again, pending=(w.namespace, w.name) if w else None)
+    return [r.model_copy(update={"finding": f}) for r, f in zip(ranked, checked, strict=True)]
 
 
 _UNSEEN = (Outcome.COULD_NOT_CHECK, Outcome.ERRORED)
@@ -213,22 +243,34 @@ def verdict_confidence(ranked: Sequence[RankedFinding], runs: Sequence[CheckRun]
     verdict starts at the top finding's confidence and drops one level for one or two relevant blind spots, to
     low for three or more. With no finding at all the verdict is low confidence.
     """
+    relevant = blind_spots(ranked, runs)
     if not ranked:
-        blind = [_unseen_line(r) for r in runs if r.outcome in _UNSEEN]
-        return Confidence.LOW, blind
+        return Confidence.LOW, [_unseen_line(r) for r in relevant]
+    level = int(ranked[0].finding.confidence)
+    if relevant:
+        level = level - 1 if len(relevant) < 3 else int(Confidence.LOW)
+    return Confidence(max(level, int(Confidence.LOW))), [_unseen_line(r) for r in relevant]
+
+
+def blind_spots(ranked: Sequence[RankedFinding], runs: Sequence[CheckRun]) -> list[CheckRun]:
+    """The runs that could not check (or errored) and bear on the verdict (see verdict_confidence); every such
+    run when nothing was found."""
+    if not ranked:
+        return [r for r in runs if r.outcome in _UNSEEN]
     top = ranked[0].finding
     top_tier = TIER_ORDER[cause_of(top.cause).tier]
     owned: dict[str, list[int]] = {}
     for c in all_causes():
         owned.setdefault(c.owner, []).append(TIER_ORDER[c.tier])
-    relevant = [
+    return [
         r for r in runs
         if r.outcome in _UNSEEN and (r.code == top.code or any(t <= top_tier for t in owned.get(r.code, [])))
     ]
-    level = int(top.confidence)
-    if relevant:
-        level = level - 1 if len(relevant) < 3 else int(Confidence.LOW)
-    return Confidence(max(level, int(Confidence.LOW))), [_unseen_line(r) for r in relevant]
+
+
+def is_incomplete(ranked: Sequence[RankedFinding], blind: Sequence[CheckRun]) -> bool:
+    """Only context was found (the top finding ranks as context) while checks that bear on it were blind."""
+    return bool(ranked and blind) and sort_key(ranked[0].finding)[1] == TIER_ORDER[Tier.CONTEXT]
 
 
 def _unseen_line(run: CheckRun) -> str:
@@ -237,7 +279,10 @@ def _unseen_line(run: CheckRun) -> str:
     return f"{run.code} {run.check} {state} — {what}{run.reason}"
 
 
-def headline(ranked: Sequence[object], info: WorkloadInfo) -> str:
+def headline(ranked: Sequence[object], info: WorkloadInfo, blind: Sequence[CheckRun] = ()) -> str:
+    """One line: the verdict — or, when only context was found and relevant checks were blind, that the
+    diagnosis is incomplete and what could not be checked (a context finding is never presented as the answer).
+    """
     items = [r for r in ranked if isinstance(r, RankedFinding)]
     who = f"{info.owner.kind.lower()}/{info.owner.name}" if info.owner else f"workload/{info.name}"
     if not items:
@@ -246,6 +291,13 @@ def headline(ranked: Sequence[object], info: WorkloadInfo) -> str:
     c = BY_SLUG[top.cause]
     waited = f" after {human_duration(info.pending_seconds)}" if info.pending_seconds else ""
     text = f"{who} is {info.state}{waited}: {top.title} [{top.cause}, {c.layer.value} layer]"
+    if is_incomplete(items, blind):
+        checks = ", ".join(f"{r.code} {r.check}" for r in blind)
+        unread = (r.input or "its inputs" for r in blind if r.outcome is Outcome.COULD_NOT_CHECK)
+        inputs = ", ".join(dict.fromkeys(unread))
+        text = (f"{who} is {info.state}{waited}: diagnosis incomplete — could not check {checks}"
+                + (f" (unreadable: {inputs})" if inputs else "")
+                + f"; only context was found: {top.title} [{top.cause}]")
     if top.cause == "not-pending":
         text = f"{who} is {info.state}: {top.title}"
     explains = any(r.finding.cause == "guarantee-violation" and r.finding.about_target for r in items[1:])

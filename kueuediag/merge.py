@@ -46,7 +46,11 @@ def fold(base: Finding, code: str, extra: Finding | Contribution) -> Finding:
         contributors.append(code)
     data = dict(extra.data)
     data.update(base.data)
+    fixes = list(base.fixes)
+    if isinstance(extra, Finding):
+        fixes += [x for x in extra.fixes if x not in fixes]
     return base.model_copy(update={
+        "fixes": tuple(fixes),
         "evidence": tuple(evidence),
         "remediation": tuple(remediation),
         "confidence": max(base.confidence, extra.confidence),

@@ -125,6 +125,48 @@ def ev(
     return Evidence(source=source, ref=ref, field=field, observed=observed, expected=expected)
 
 
+class Patch(_Frozen):
+    """A machine-applicable change to one named snapshot object: a JSON merge patch (RFC 7386) or a delete.
+
+    The verifier applies it to a copy of the snapshot and re-diagnoses; the printed command is generated from it
+    (:func:`kueuediag.fixes.command`), so what is printed and what was checked cannot disagree.
+    """
+
+    kind: str
+    name: str
+    namespace: str | None = None
+    delete: bool = False
+    merge: dict[str, Any] = Field(default_factory=dict, description="JSON merge patch; empty for a delete")
+    json_ops: tuple[dict[str, Any], ...] = Field(
+        default=(), description="JSON patch (RFC 6902: replace/add/remove) when a merge patch would replace a list")
+    flags: tuple[str, ...] = Field(default=(), description="extra kubectl flags, e.g. --force --grace-period=0")
+
+
+class FixStatus(str, Enum):
+    """What re-evaluating the snapshot said about a fix (see kueuediag.fixes)."""
+
+    VERIFIED = "verified"
+    """the patch was applied to a copy of the snapshot and the cause went away"""
+    STOP_GAP = "stop-gap"
+    """relieves the symptom now (declared by the check, or the patch did not remove the cause on its own)"""
+    ADVICE = "advice"
+    """not a change kueuediag can apply to a snapshot (upgrade, investigate, escalate): printed as a next step"""
+    UNVERIFIED = "unverified"
+    """a cluster change written as text only: printed as not checked"""
+
+
+class Fix(_Frozen):
+    """One remediation: plain words, and a patch or command when there is one."""
+
+    text: str
+    patch: Patch | None = None
+    command: str | None = None
+    """a command that is not a patch (kubectl cordon, helm …); generated from `patch` when there is one"""
+    status: FixStatus = FixStatus.UNVERIFIED
+    stop_gap: bool = Field(default=False, description="the check calls it a stop-gap (relief, not a cure)")
+    note: str = Field(default="", description="e.g. it undoes an administrator's choice, and whom to ask")
+
+
 class Finding(_Frozen):
     """A cause a check found, with evidence and what to do about it."""
 
@@ -144,6 +186,9 @@ class Finding(_Frozen):
     data: dict[str, Any] = Field(default_factory=dict, description="structured extras (histograms, series)")
     contributors: tuple[str, ...] = Field(
         default=(), description="codes of other checks whose evidence was merged into this finding"
+    )
+    fixes: tuple[Fix, ...] = Field(
+        default=(), description="structured remediations (patches the engine verifies); see kueuediag.fixes"
     )
 
 
@@ -260,6 +305,7 @@ class Verdict(_Frozen):
     unseen: tuple[str, ...] = Field(
         default=(), description="what the diagnosis could not see that matters for the verdict (one line each)"
     )
+    first_fix: Fix | None = Field(default=None, description="what the verdict box tells the reader to do first")
 
     @property
     def primary(self) -> RankedFinding | None:

@@ -144,12 +144,21 @@ def _through_workload_owner(snap: Snapshot, text: str, kind: str | None, name: s
     """The target's Workload found by its ownerReference when the target's own kind was not collected."""
     if kind == "Workload":
         return None
-    found = [w for w in workloads(snap) if (namespace is None or w.namespace == namespace) and w.owner
-             and w.owner.get("name") == name and (kind is None or str(w.owner.get("kind", "")).lower() == kind.lower())]
+    found = [workload_of(snap, o) for o in snap.of_kind("Workload")
+             if (namespace is None or meta(o).get("namespace") == namespace) and _owned_by(o, kind, name)]
     if len(found) != 1:
         return None
     w = found[0]
     return Target(query=text, namespace=w.namespace, workload=w, owner=None)
+
+
+def _owned_by(obj: dict[str, Any], kind: str | None, name: str) -> bool:
+    """The raw Workload names `kind/name` as its owner (read raw: a malformed Workload still resolves, then fails)."""
+    refs = meta(obj).get("ownerReferences")
+    return isinstance(refs, list) and any(
+        isinstance(r, dict) and r.get("name") == name
+        and (kind is None or str(r.get("kind", "")).lower() == kind.lower())
+        for r in refs)
 
 
 def _resolve_found(snap: Snapshot, text: str, kind: str | None, group: str | None, name: str,
@@ -186,7 +195,9 @@ def _resolve_workload(snap: Snapshot, text: str, name: str, namespace: str | Non
         w = workload(snap, namespace, name)
         found = [w] if w else []
     else:
-        found = [w for w in workloads(snap) if w.name == name]
+        # match raw objects, then build only those: junk in the named Workload is the target's (exit 2), while
+        # `workloads()` would leave it out and report "not found"
+        found = [workload_of(snap, o) for o in snap.of_kind("Workload") if meta(o).get("name") == name]
     if not found:
         raise TargetNotFound(f"{text}: no Workload named {name}{_in(namespace)}", _suggest(snap, name, namespace))
     if len(found) > 1:

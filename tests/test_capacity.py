@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kueuediag.analysis import capacity as cap
-from kueuediag.errors import InputError
+from kueuediag.errors import MalformedObject
 from kueuediag.snapshot.kueue import FlavorView, kueue_index
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.model import Snapshot
@@ -169,11 +169,16 @@ def test_fragmentation_figure_uses_most_common_requested_shape() -> None:
     assert (f.total_free, f.stranded, f.percent) == (D(8), D(4), "50%")  # 1+1+2 sit in holes < 4
 
 
-def test_junk_allocatable_is_an_input_error() -> None:
-    snap = _snap({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bad"},
-                  "status": {"allocatable": {GPU: "eight"}}})
-    with pytest.raises(InputError):
-        cap.node_capacities(snap)
+def test_junk_allocatable_leaves_the_node_out_and_blinds_what_needs_it() -> None:
+    snap = _snap({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bad", "labels": {"pool": "b"}},
+                  "status": {"allocatable": {GPU: "eight"}}}, _node("n0", labels={"pool": "a"}))
+    assert list(cap.node_capacities(snap)) == ["n0"]
+    with pytest.raises(MalformedObject, match=r"^Node bad: .*'eight' \(needed for the free capacity of the nodes"):
+        cap.matching_nodes(snap, None)
+    # a flavor whose nodes the junk node is not one of does not depend on it
+    pool_a = FlavorView(obj={}, name="a", node_labels={"pool": "a"}, node_taints=[], tolerations=[],
+                        topology_name=None)
+    assert [c.name for c in cap.matching_nodes(snap, pool_a).nodes] == ["n0"]
 
 
 def test_fixture_frag_h100_is_the_1_1_4_2_case() -> None:

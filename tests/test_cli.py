@@ -78,7 +78,7 @@ def test_terminal_output_no_color_has_no_escape_codes(runner: CliRunner) -> None
     code, out, _ = _invoke(runner, "why", "job/resnet-train", "--from", BASIC, "--no-color")
     assert code == 0
     assert "\x1b[" not in out
-    assert "VERDICT not-pending" in out and "admitted by ClusterQueue team-a" in out
+    assert "VERDICT The workload is not pending  (not-pending)" in out and "admitted by ClusterQueue team-a" in out
 
 
 def test_fail_on_and_exit_zero(runner: CliRunner) -> None:

@@ -46,7 +46,7 @@ def test_worked_example_from_kueue_facts() -> None:
     assert drs.ratio == Fraction(100)
     assert drs.dominant_resource == "cpu"
     assert drs.status_value() == 100
-    assert drs.explain() == "borrows 4 cpu of 40 lendable → 100‰"
+    assert drs.explain() == "borrows 4 cpu of 40 lendable → 10%"
 
 
 def test_worked_example_weight_two_halves_the_share() -> None:

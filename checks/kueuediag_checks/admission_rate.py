@@ -252,7 +252,7 @@ class AdmissionRate(Check):
             cause, confidence = "controller-unhealthy", Confidence.MEDIUM
         else:
             # One ClusterQueue stalled with nothing preempting is the guarantee violation itself (KD101), not a
-            # rate anomaly: the recipe's rate step is ruled out (the talk's fair-sharing bug looked like this).
+            # rate anomaly: the recipe's rate step is ruled out (the fair-sharing rounding bug looked like this).
             return None
         message += self._chart(rates, spark)
         if cause == "stuck-preemption-target":

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 
 from kueuediag.analysis.fair_sharing import (
@@ -217,7 +218,7 @@ class FairSharing(Check):
                                "zero_while_borrowing": a.zero_while_borrowing} for a in items]}
         return self.finding(CauseSlug.FAIR_SHARING_ANOMALY, title, message, severity=severity, confidence=confidence,
                             evidence=evidence, about_target=about_target, data=data,
-                            remediation=self._remediation(version.parsed is not None, vtext, first))
+                            remediation=self._remediation(version.parsed is not None, vtext, first, rounding))
 
     @staticmethod
     def _cm_ns(source: str) -> str | None:
@@ -302,7 +303,7 @@ class FairSharing(Check):
         return rows
 
     @staticmethod
-    def _remediation(known_version: bool, vtext: str, a: _Anomaly) -> list[str]:
+    def _remediation(known_version: bool, vtext: str, a: _Anomaly, rounding: ShareRounding) -> list[str]:
         kind, name = a.key
         precise = behaviour("drs-precise")
         target = precise.upgrade_to(vtext if known_version else None)
@@ -310,14 +311,34 @@ class FairSharing(Check):
             f"Upgrade Kueue to {target} or later (the rounding fix #6925; #6617 in "
             f"{', '.join(behaviour('drs-reclamation-floor').since)} already keeps borrowing queues at a share >= 1).",
             f"Stop-gap: evict the borrowing {kind}'s workloads so the owner can reclaim its quota "
-            f"(`kubectl get workloads -A -o wide | grep {name}`, then delete or deactivate the newest ones), "
-            f"or lower its share rounding risk: `kubectl patch {kind.lower()} {name} --type merge -p "
-            "'{\"spec\":{\"fairSharing\":{\"weight\":\"0.1\"}}}'`.",
+            f"(`kubectl get workloads -A -o wide | grep {name}`, then delete or deactivate the newest ones).",
         ]
+        weight = FairSharing._weight_that_helps(a.drs, rounding)
+        if weight is not None:
+            steps.append(
+                f"Stop-gap: lower {kind} {name}'s fairSharing.weight to {weight}: with this Kueue's arithmetic its "
+                f"share would then be {replace(a.drs, weight=weight).status_value(rounding)} instead of 0: "
+                f"`kubectl patch {kind.lower()} {name} --type merge -p "
+                f"'{{\"spec\":{{\"fairSharing\":{{\"weight\":\"{weight}\"}}}}}}'`.")
         if not a.zero_while_borrowing:
             steps.append("If Kueue already has the fix, re-collect the snapshot: the status may have been "
                          "written between two scheduling cycles.")
         return steps
+
+    @staticmethod
+    def _weight_that_helps(drs: DRS, rounding: ShareRounding) -> Decimal | None:
+        """The largest weight below the current one that makes this Kueue report a share above 0, or None.
+
+        A weight patch is only suggested when recomputing the share with it (the same arithmetic the running
+        Kueue uses) changes what Kueue would write: otherwise it cannot help and is not printed.
+        """
+        if not drs.borrowing or drs.status_value(rounding) > 0:
+            return None
+        for factor in ("0.5", "0.2", "0.1", "0.05", "0.01"):
+            candidate = (drs.weight * Decimal(factor)).normalize()
+            if candidate > 0 and replace(drs, weight=candidate).status_value(rounding) > 0:
+                return candidate
+        return None
 
 
 __all__ = ["FairSharing"]

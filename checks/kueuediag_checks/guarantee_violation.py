@@ -18,7 +18,7 @@ from kueuediag.analysis.guarantees import (
     resource_pending_history,
 )
 from kueuediag.analysis.quota_summary import cq_quotas
-from kueuediag.analysis.quota_tree import quota_tree
+from kueuediag.analysis.quota_tree import quota_tree, require_quota_tree
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
@@ -107,6 +107,7 @@ class GuaranteeViolation(Check):
                 return CheckResult.could_not_check("ClusterQueues", why)
             return CheckResult.not_applicable("the workload's ClusterQueue does not exist (KD001 reports it)")
         churn_s = float(self.opts["churn_minutes"]) * 60
+        require_quota_tree(snapshot, cq)  # the scan below says nothing about a tree holding a malformed Workload
         violations = guarantee_violations(snapshot)
         mine = next((v for v in violations if v.workload.uid == w.uid and v.workload.name == w.name), None)
         others = [v for v in violations if v is not mine]
@@ -280,7 +281,7 @@ class GuaranteeViolation(Check):
             f"Your workload does not fit in the unused nominal quota of ClusterQueue {cq}, so its wait is "
             f"not a guarantee violation. Elsewhere in the cluster {len(others)} pending workload(s) in "
             f"{len(cqs)} ClusterQueue(s) ({', '.join(cqs)}) do fit in their queue's unused guarantees and "
-            f"still wait: {listing}. That is the first sign that Kueue is stuck or slow (the talk's guarantee "
+            f"still wait: {listing}. That is the first sign that Kueue is stuck or slow (a guarantee "
             "violation); it may also slow your workload once it reaches the head of its queue.")
         evidence = []
         for v in top:

@@ -1,4 +1,4 @@
-"""KD501 log-patterns: what the Kueue controller's own logs say about the workload (talk step 5)."""
+"""KD501 log-patterns: what the Kueue controller's own logs say about the workload."""
 
 from __future__ import annotations
 
@@ -30,12 +30,12 @@ class LogPatterns(Check):
     What it detects:
         Lines of the kueue-controller-manager log (zap JSON, console or plain text) that match a signature
         from `kueuediag.analysis.signatures`: the scheduler's verdict for the workload (`Workload evaluated
-        for admission`, V3), preemptions it issued (`Preempted`, V3), the same head skipped again and again
+        for admission`, level 3), preemptions it issued (`Preempted`, level 3), the same head skipped again and again
         for overlapping preemption targets, `Workload requires preemption, but there are no candidate
         workloads allowed for preemption`, re-queue loops (`Workload re-queued` with `requeueReason`),
         PodsReady-timeout evictions, and controller trouble (webhook and API errors, leader election lost,
         panics). Lines naming the workload or its ClusterQueue come first.
-        When the controller runs at the default `--zap-log-level=2`, the decisive V(3)+ lines cannot be in
+        When the controller runs at the default `--zap-log-level=2`, the decisive level-3 lines cannot be in
         the logs: the check says so (`logging-insufficient`).
 
     Why the workload stays pending:
@@ -262,16 +262,16 @@ class LogPatterns(Check):
                 else "spec.containers[manager].args"
             evidence.append(ev("object", f"--zap-log-level={info.flag_raw}", kind=kind, name=name,
                                namespace=ns, field=path, expected="--zap-log-level=5"))
-        evidence.append(ev("log", f"{len(parsed)} structured lines, highest verbosity V({info.max_seen})"
+        evidence.append(ev("log", f"{len(parsed)} structured lines, most verbose level {info.max_seen}"
                            if info.max_seen is not None else "no structured log lines",
-                           field="verbosity", expected=f"V({DECISIVE_MIN_VERBOSITY}) or more"))
+                           field="verbosity", expected=f"level {DECISIVE_MIN_VERBOSITY} or more"))
         names = " and ".join(f"`{(BY_ID[s].msg or '').strip('^$')}`"
                              for s in ("evaluated-for-admission", "preempted"))
         how = "the manager's --zap-log-level flag" if info.flag is not None else "the logs (no flag found)"
         return self.finding(
             CauseSlug.LOGGING_INSUFFICIENT,
-            f"controller logs at level {level}: the V(3)+ why-lines are not emitted",
-            f"According to {how}, Kueue logs at level {level}, so {names} (V3) never reach the logs, and the "
+            f"controller logs at level {level}: the level-3 lines that say why are not written",
+            f"According to {how}, Kueue logs at level {level}, so {names} (level 3) never reach the logs, and the "
             f"logs cannot say why {w.namespace}/{w.name} is pending. Raise the manager to --zap-log-level=5 "
             "while investigating (the KubeCon talk on instrumenting Kueue recommends level 5), then collect the "
             "logs again.",

@@ -98,7 +98,8 @@ class NamespaceSelection(SubmissionCheck):
             fixes.append(fix)
         fixes.append(
             f"Or widen the selector: `kubectl patch clusterqueue {cq.name} --type merge -p "
-            '\'{"spec":{"namespaceSelector":{}}}\'` (selects every namespace).'
+            '\'{"spec":{"namespaceSelector":{"matchLabels":null,"matchExpressions":null}}}\'` (selects every '
+            "namespace; a merge patch with an empty selector would change nothing)."
         )
         evidence = [
             ev(

@@ -18,7 +18,7 @@ from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.analysis.versions import behaviour
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Patch, Severity, ev
 from kueuediag.snapshot.kueue import WorkloadState, WorkloadView
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
@@ -176,10 +176,11 @@ class Preemption(Check):
                 evidence.append(ev("condition", h.message.raw, kind="Workload", name=h.workload.name,
                                    namespace=h.workload.namespace,
                                    field="status.conditions[type=QuotaReserved].message"))
-        remediation = [
-            f"Force-delete the zombie pod: `kubectl delete pod {zombie.pod.name} -n {zombie.pod.namespace} "
-            "--force --grace-period=0` (the quota is released once no victim pod is Running).",
-        ]
+        fixes = [Fix(text=f"Force-delete the zombie pod {zombie.pod.name} (its node stopped answering; the quota "
+                          "is released once no victim pod is Running).",
+                     patch=Patch(kind="Pod", name=zombie.pod.name, namespace=zombie.pod.namespace, delete=True,
+                                 flags=("--force", "--grace-period=0")))]
+        remediation: list[str] = []
         if zombie.pod.node:
             remediation.append(f"Repair node {zombie.pod.node}: `kubectl describe node {zombie.pod.node}`; check the "
                                "kubelet and container runtime (zombies come from dead kubelets or pods deleted "
@@ -195,7 +196,7 @@ class Preemption(Check):
         return self.finding(
             CauseSlug.STUCK_PREEMPTION_TARGET, title, message, severity=Severity.HIGH,
             confidence=Confidence.HIGH if strong else Confidence.MEDIUM, evidence=evidence,
-            remediation=remediation,
+            remediation=remediation, fixes=fixes,
             data={"victim": victim.workload.ref(), "zombie_pod": f"{zombie.pod.namespace}/{zombie.pod.name}",
                   "overdue_seconds": round(overdue), "blocked_cluster_queues": waiting_cqs,
                   "kueue_version": version, "zombie_fix_present": fixed,

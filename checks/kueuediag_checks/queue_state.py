@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import difflib
+import json
 from typing import Any
 
 from kueuediag.analysis.messages import parse_cq_inactive_message
@@ -194,6 +197,7 @@ class QueueState(SubmissionCheck):
                         expected=f"existing flavors: {', '.join(sorted(idx.flavors)) or 'none'}",
                     )
                 )
+                fixes += _did_you_mean_flavor(cq, missing, sorted(idx.flavors))
                 fixes.append(
                     f"Create ResourceFlavor(s) {', '.join(missing)} (`kubectl kueue create resourceflavor "
                     f"{missing[0]}` or `kubectl apply` a `kind: ResourceFlavor` manifest) or remove them "
@@ -336,3 +340,26 @@ def _first_reason(parts: dict[str, list[str]]) -> str:
         ("missing-topology", "TopologyNotFound"),
     ]
     return next((r for k, r in order if k in parts), "Unknown")
+
+
+def _did_you_mean_flavor(cq: ClusterQueueView, missing: list[str], existing: list[str]) -> list[str]:
+    """A missing flavor one or two edits (or a shared prefix) away from an existing one is most likely a typo:
+    name it and give the patch that renames it in the ClusterQueue (the whole resourceGroups list, since a merge
+    patch replaces lists)."""
+    renames = {}
+    for name in missing:
+        close = difflib.get_close_matches(name, existing, n=1, cutoff=0.75)
+        prefixed = [e for e in existing if e.startswith(name) or name.startswith(e)]
+        if close or len(prefixed) == 1:
+            renames[name] = (close or prefixed)[0]
+    if not renames:
+        return []
+    groups = copy.deepcopy((cq.obj.get("spec") or {}).get("resourceGroups") or [])
+    for group in groups:
+        for flavor in group.get("flavors") or []:
+            if flavor.get("name") in renames:
+                flavor["name"] = renames[flavor["name"]]
+    body = json.dumps({"spec": {"resourceGroups": groups}}, separators=(",", ":"))
+    pairs = ", ".join(f"{old} → did you mean {new}?" for old, new in renames.items())
+    return [f"ResourceFlavor {pairs} Rename it in ClusterQueue {cq.name}: "
+            f"`kubectl patch clusterqueue {cq.name} --type merge -p '{body}'`"]

@@ -1,4 +1,4 @@
-"""KD901 system-health: cluster health that stalls Kueue (talk step 6)."""
+"""KD901 system-health: cluster health that stalls Kueue (zombie pods, controller, nodes, recent changes)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from kueuediag.analysis.preemption_victims import Victim, quota_holding_victims,
 from kueuediag.analysis.versions import behaviour
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Outcome, Severity, ev
+from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Fix, Outcome, Patch, Severity, ev
 from kueuediag.snapshot.k8s import NodeView, meta
 from kueuediag.snapshot.kueue import KueueIndex, WorkloadState, WorkloadView, kueue_index, nodes, pods
 from kueuediag.snapshot.model import Part, Snapshot
@@ -47,7 +47,7 @@ class _Ctx:
 
 
 class SystemHealth(Check):
-    """Looks for cluster and controller health problems that stall admission (the talk's step 6).
+    """Looks for cluster and controller health problems that stall admission.
 
     What it detects:
         * zombie pods: pods still there more than a minute after their `deletionTimestamp` (which is the end
@@ -67,9 +67,9 @@ class SystemHealth(Check):
 
     Why the workload stays pending:
         A preemptor waits until its victims release quota; a victim whose pod is a zombie never does, and
-        heads of several ClusterQueues may all target it (talk bug 2). A controller that is down admits
+        heads of several ClusterQueues may all target it. A controller that is down admits
         nothing. Nodes that are gone shrink what kube-scheduler can place. A change to queues or to the Kueue
-        configuration (enabling fair sharing, talk bug 3) can start the wait.
+        configuration (such as enabling fair sharing) can start the wait.
         A health item is about the workload only when it plausibly explains it: controller down while it is
         pending, a zombie or victim holding quota in its ClusterQueue or cohort tree, unhealthy nodes in its
         flavors, a change close to when it started waiting. Everything else is reported as context.
@@ -176,11 +176,12 @@ class SystemHealth(Check):
                 f"is gone (NotReady node) or a pod was deleted while pulling its image.{why}",
                 severity=severity, confidence=Confidence.HIGH,
                 evidence=[e for z in group[:5] for e in _zombie_evidence(z)],
-                remediation=[
-                    *(f"kubectl delete pod {z.pod.name} -n {z.pod.namespace} --force --grace-period=0"
-                      for z in group[:3]),
-                    "Repair or remove the NotReady node; alert on pods Terminating past their grace period.",
-                ],
+                remediation=["Repair or remove the NotReady node; alert on pods Terminating past their grace "
+                             "period."],
+                fixes=[Fix(text=f"Force-delete the zombie pod {z.pod.name} (its node stopped answering).",
+                           patch=Patch(kind="Pod", name=z.pod.name, namespace=z.pod.namespace, delete=True,
+                                       flags=("--force", "--grace-period=0")))
+                       for z in group[:3]],
                 about_target=about,
                 data={"pods": [f"{z.pod.namespace}/{z.pod.name}" for z in group],
                       "oldest_overdue_seconds": round(oldest.overdue_seconds)},
@@ -241,6 +242,7 @@ class SystemHealth(Check):
                 evidence.append(ev("object", f"deletionTimestamp {format_rfc3339(p.deletion) if p.deletion else '?'},"
                                    f" phase {p.phase}", kind="Pod", name=p.name, namespace=p.namespace,
                                    field="metadata.deletionTimestamp"))
+        # a contribution: folded into KD302's finding, whose zombie-pod patch verifies this same command
         remediation = [f"kubectl delete pod {vp.pod.name} -n {vp.pod.namespace} --force --grace-period=0"
                        for v in group[:2] for vp in v.zombie_pods[:2]]
         if cause == "slow-preemption":
@@ -406,7 +408,7 @@ class SystemHealth(Check):
                 else f"The snapshot was captured at {format_rfc3339(anchor)}")
         return [self.finding(
             CauseSlug.CONFIG_CHANGE, title,
-            "Changes close to the moment things went wrong are the first suspects (the talk's third bug: "
+            "Changes close to the moment things went wrong are the first suspects (in one known incident, "
             f"guarantee violations began when fair sharing was enabled). {when}; within "
             f"{human_duration(window)}: " + "; ".join(items) + ".",
             severity=Severity.MEDIUM if about else Severity.LOW, confidence=Confidence.LOW,

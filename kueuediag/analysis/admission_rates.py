@@ -1,4 +1,4 @@
-"""Admission and preemption rates per ClusterQueue and cluster-wide (step 3 of the talk's recipe).
+"""Admission and preemption rates per ClusterQueue and cluster-wide (the admission-rate step of the recipe).
 
 Two sources, best first:
 

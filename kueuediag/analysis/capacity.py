@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
+from kueuediag.analysis.well_formed import node_room, require_well_formed
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.k8s import NodeView, pod_fits_node_labels, pod_spec_requests, taint_str, untolerated_taints
 from kueuediag.snapshot.kueue import FlavorView, WorkloadState, nodes, pods_by_node, workloads
@@ -148,6 +149,8 @@ def matching_nodes(snap: Snapshot, flavor: FlavorView | None, pod_spec: Mapping[
     tolerations (the tolerations Kueue injects at admission). A taint whose key is an extended resource the pod
     requests (`nvidia.com/gpu=present:NoSchedule` on GPU nodes) counts as tolerated: the
     ExtendedResourceToleration admission plugin (on by default on GKE) adds that toleration to such pods.
+    MalformedObject (could not check) when a malformed Node carries the flavor's labels or a malformed pod is
+    bound to one of these nodes: their free capacity is unknown.
     """
     spec = dict(pod_spec or {})
     constraint: dict[str, Any] = {k: spec.get(k) for k in ("nodeSelector", "affinity", "tolerations")}
@@ -155,7 +158,11 @@ def matching_nodes(snap: Snapshot, flavor: FlavorView | None, pod_spec: Mapping[
     if flavor is not None:
         constraint["flavor"] = [flavor.name, flavor.node_labels, flavor.tolerations]
     key = ("capacity", "match", json.dumps(constraint, sort_keys=True, default=str))
-    return snap.memo(key, lambda: _match(snap, flavor, spec))
+    match: NodeMatch = snap.memo(key, lambda: _match(snap, flavor, spec))
+    where = f"flavor {flavor.name}" if flavor is not None else "the pod's constraints"
+    room = node_room({c.name for c in match.nodes}, flavor.node_labels if flavor is not None else {})
+    require_well_formed(snap, room, f"the free capacity of the nodes of {where}")
+    return match
 
 
 def _match(snap: Snapshot, flavor: FlavorView | None, spec: dict[str, Any]) -> NodeMatch:

@@ -33,6 +33,7 @@ from typing import Any
 from kueuediag.analysis.kueue_config import CONFIG_KEY, kueue_config
 from kueuediag.analysis.quota_tree import quota_tree, workload_usage_by_cq
 from kueuediag.analysis.versions import Version, has_behaviour
+from kueuediag.analysis.well_formed import require_well_formed, workloads_in_cluster_queue
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.kueue import ClusterQueueView, CohortView, FlavorResource, Quota, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -148,7 +149,7 @@ class DRS:
         return legacy
 
     def explain(self) -> str:
-        """`borrows 4 cpu of 40 lendable → 100‰` in plain words."""
+        """`borrows 4 cpu of 40 lendable → 10%` in plain words."""
         if not self.has_parent:
             return "not in a cohort (share is always 0)"
         if not self.borrowing:
@@ -158,7 +159,7 @@ class DRS:
             return f"borrows {res}, but the cohort lends none of it (ratio 0)"
         r = self.dominant_resource
         return (f"borrows {fmt_amount(r, self.borrowed[r])} {r} of {fmt_amount(r, self.lendable[r])} "
-                f"lendable → {fmt_fraction(self.ratio)}‰")
+                f"lendable → {fmt_fraction(self.ratio / 10)}%")
 
 
 class ShareRounding(StrEnum):
@@ -423,6 +424,7 @@ def reserved_usage(snap: Snapshot, cq: ClusterQueueView) -> tuple[dict[FlavorRes
     else summed over the workloads that hold a quota reservation."""
     if cq.obj.get("status", {}).get("flavorsReservation") is not None:
         return {fr: total for fr, (total, _) in cq.reservation.items()}, "status.flavorsReservation"
+    require_well_formed(snap, workloads_in_cluster_queue(snap, cq.name), f"the usage of ClusterQueue {cq.name}")
     out: dict[FlavorResource, Decimal] = {}
     for _, held in workload_usage_by_cq(snap).get(cq.name, []):
         for fr, q in held.items():

@@ -1,6 +1,6 @@
 """Guarantee violations: pending workloads that fit in their ClusterQueue's unused nominal quota.
 
-The talk's first signal that something is wrong (seeds/talk-instrumenting-kueue-scheduling.txt): a tenant's
+The first signal that something is wrong: a tenant's
 queued workloads fit within its unallocated guarantees (nominal quota), yet they stay pending. This module
 finds every such workload cluster-wide and estimates *how long* it has been so.
 
@@ -31,6 +31,7 @@ from kueuediag.analysis.messages import ReasonKind, parse_pending_message
 from kueuediag.analysis.quota_fit import WorkloadFit, workload_fit
 from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quotas
 from kueuediag.analysis.quota_tree import quota_tree
+from kueuediag.errors import MalformedObject
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import (
     FlavorResource,
@@ -299,7 +300,8 @@ def fit_cq(snap: Snapshot, w: WorkloadView) -> str:
 
 def guarantee_violations(snap: Snapshot) -> list[Violation]:
     """Every pending workload in the snapshot that fits in its ClusterQueue's unused nominal quota, longest
-    first (memoised)."""
+    first (memoised). Workloads whose cohort tree holds a malformed Workload are left out (nothing is claimed
+    about them); a caller asking about one workload calls `require_quota_tree` for it."""
 
     def build() -> list[Violation]:
         out: list[Violation] = []
@@ -308,7 +310,10 @@ def guarantee_violations(snap: Snapshot) -> list[Violation]:
             if cq not in idx.cluster_queues:
                 continue
             for w in wls:
-                v = violation_for(snap, w)
+                try:
+                    v = violation_for(snap, w)
+                except MalformedObject:  # a malformed Workload in its cohort tree: no claim about this one
+                    continue
                 if v is not None:
                     out.append(v)
         out.sort(key=lambda v: (-(v.seconds or 0), v.workload.namespace, v.workload.name))

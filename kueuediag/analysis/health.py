@@ -1,4 +1,4 @@
-"""Cluster-health facts a "why pending" diagnosis needs (talk step 6): zombie pods, the Kueue controller's
+"""Cluster-health facts a "why pending" diagnosis needs: zombie pods, the Kueue controller's
 pods, and recent configuration changes. Preemption victims live in :mod:`kueuediag.analysis.preemption_victims`,
 the pod-termination rules in :mod:`kueuediag.analysis.pod_termination`, gates in
 :mod:`kueuediag.analysis.installation`.
@@ -22,6 +22,7 @@ from kueuediag.analysis.pod_termination import (
     is_zombie,
     seconds_past_grace,
 )
+from kueuediag.analysis.well_formed import any_pod, require_well_formed
 from kueuediag.snapshot.k8s import NodeView, PodView, meta
 from kueuediag.snapshot.kueue import (
     KueueIndex,
@@ -88,7 +89,9 @@ class Zombie:
 
 def zombie_pods(snap: Snapshot) -> list[Zombie]:
     """Every pod past its grace period for longer than a minute (the one rule:
-    :func:`kueuediag.analysis.pod_termination.is_zombie`), oldest first (memoised)."""
+    :func:`kueuediag.analysis.pod_termination.is_zombie`), oldest first (memoised). MalformedObject (could not
+    check) when any pod is malformed: it might be one."""
+    require_well_formed(snap, any_pod, "the search for pods stuck Terminating")
 
     def build() -> list[Zombie]:
         holders = quota_holder_of_pods(snap)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from kueuediag.analysis.well_formed import require_well_formed, workloads_in_cluster_queue
 from kueuediag.snapshot.kueue import WorkloadView, kueue_index, workloads_by_cluster_queue
 from kueuediag.snapshot.model import Snapshot
 
@@ -65,7 +66,10 @@ def is_sticky_preemptor(w: WorkloadView) -> bool:
 
 
 def pending_queue(snap: Snapshot, cluster_queue: str) -> list[QueueEntry]:
-    """The ClusterQueue's pending workloads in Kueue's queue order (memoised)."""
+    """The ClusterQueue's pending workloads in Kueue's queue order (memoised); MalformedObject (could not
+    check) when a malformed Workload may be queued there (its place in the order is unknown)."""
+    require_well_formed(snap, workloads_in_cluster_queue(snap, cluster_queue),
+                        f"the queue order of ClusterQueue {cluster_queue}")
     return snap.memo(("queue-order", cluster_queue), lambda: _build(snap, cluster_queue))
 
 

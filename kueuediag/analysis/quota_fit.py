@@ -21,6 +21,7 @@ from itertools import product
 
 from kueuediag.analysis.flavor_match import flavor_exclusion, flavor_tolerations_count
 from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quota
+from kueuediag.analysis.quota_tree import require_quota_tree
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import (
     ClusterQueueView,
@@ -286,6 +287,7 @@ def workload_fit(snap: Snapshot, w: WorkloadView, cq: str | None = None) -> Work
     name = cq or cluster_queue_of(kueue_index(snap), w)
     if not name:
         return None
+    require_quota_tree(snap, name)
     return snap.memo(("quota:fit", w.namespace, w.name, w.uid, name), lambda: _fit_with_partial(snap, w, name))
 
 

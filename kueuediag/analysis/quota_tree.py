@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from kueuediag.analysis.well_formed import require_well_formed, workloads_in_quota_tree
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.kueue import (
     FlavorResource,
@@ -275,3 +276,9 @@ def _find_cycles(cohorts: dict[str, QuotaNode]) -> set[str]:
         if cur is not None and cur in seen:
             in_cycle.update(seen[seen.index(cur) :])
     return in_cycle
+
+
+def require_quota_tree(snap: Snapshot, cq: str) -> None:
+    """Raise MalformedObject (could not check) when a malformed Workload may hold or request quota in `cq`'s
+    cohort tree: every answer about free, borrowable or guaranteed quota there sums over those Workloads."""
+    require_well_formed(snap, workloads_in_quota_tree(snap, cq), f"the quota of ClusterQueue {cq}'s cohort tree")

@@ -60,7 +60,7 @@ class Signature:
     per: str = ""
     """group repetitions by ``workload`` or ``clusterQueue`` (empty: all lines together)"""
     decisive: bool = False
-    """a V(3)+ why-line whose absence at level 2 is what `logging-insufficient` reports"""
+    """a level-3 (or more verbose) why-line whose absence at level 2 is what `logging-insufficient` reports"""
     upstream: str = ""
     """issue/PR references for the reader"""
     escalate_after_seconds: float = 0.0
@@ -113,7 +113,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "heads of several ClusterQueues all target).",
         "stuck-preemption-target", _S.HIGH, min_verbosity=2,
         text=r"overlapping preemption targets|preemption targets overlap",
-        repeat=5, min_span_seconds=1800, per="workload", upstream="talk bug 2; #6489, PR #6872",
+        repeat=5, min_span_seconds=1800, per="workload", upstream="#6489, PR #6872",
     ),
     Signature(
         "no-preemption-candidates", "Preemption needed, but no candidate workloads",

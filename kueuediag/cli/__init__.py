@@ -42,9 +42,20 @@ def build_app() -> typer.Typer:
     ) -> None:
         """kueuediag: diagnose pending Kueue workloads."""
 
-    from kueuediag.cli import checks_cmd, completion_cmd, demo_cmd, explain_cmd, snapshot_cmd, why_cmd
+    from kueuediag.cli import (
+        checks_cmd,
+        completion_cmd,
+        demo_cmd,
+        explain_cmd,
+        health_cmd,
+        rules_cmd,
+        snapshot_cmd,
+        why_cmd,
+    )
 
     why_cmd.register(app)
+    health_cmd.register(app)
+    rules_cmd.register(app)
     demo_cmd.register(app)
     checks_cmd.register(app)
     explain_cmd.register(app)
@@ -55,12 +66,13 @@ def build_app() -> typer.Typer:
 
 def _run(prog_name: str) -> None:
     from kueuediag.cli.common import _ProcessEnd, silence_stdout
+    from kueuediag.cli.watch import optional_watch_value
 
     _ProcessEnd.fast_exit = True
     app = build_app()
     code: int = 0
     try:
-        app(prog_name=prog_name, complete_var=COMPLETE_VAR)
+        app(args=optional_watch_value(sys.argv[1:]), prog_name=prog_name, complete_var=COMPLETE_VAR)
     except BrokenPipeError:  # `kueuediag ... | head`
         silence_stdout()
     except SystemExit as exc:

@@ -234,6 +234,10 @@ def register(app: typer.Typer) -> None:
         save: str | None = typer.Option(
             None, "--save", metavar="PATH", help="Live: also write what was collected (dir/.tar.gz)."
         ),
+        watch: str | None = typer.Option(
+            None, "--watch", metavar="[SECONDS]",
+            help="Live: re-diagnose every SECONDS (30 when omitted), say what changed; Ctrl-C stops."),
+        watch_count: int | None = typer.Option(None, "--watch-count", min=1, help="With --watch: stop after N cycles."),
     ) -> None:
         """Explain why a workload is pending: the cause, the key number and the first fix, then the evidence."""
         if source is not None and save:
@@ -265,6 +269,15 @@ def register(app: typer.Typer) -> None:
             max_bytes=max_bytes, max_file_bytes=max_file_bytes, max_files=max_files, max_objects=max_objects,
             max_log_lines=max_log_lines, max_series=max_series, max_alias_nodes=max_alias_nodes,
         )
+        if watch is not None or watch_count is not None:
+            from kueuediag.cli.watch import parse_interval
+            from kueuediag.cli.why_watch import watch_why
+
+            interval = parse_interval(watch)
+            if interval is None:
+                raise InputError("--watch-count needs --watch")
+            raise typer.Exit(watch_why(target=target, namespace=namespace, source=source, settings=settings,
+                                       interval=interval, count=watch_count))
         code = diagnose_and_print(
             target=target, namespace=namespace, source=source, now=now, settings=settings, save=save
         )

@@ -2,13 +2,63 @@
 
 from __future__ import annotations
 
+import json
+import re
+from datetime import UTC, datetime
 from typing import Any
 
 from kueuediag.models import CheckRun, Evidence, Outcome, Verdict
 from kueuediag.timeutil import human_duration
 
+_LOG_PREFIX = re.compile(r"^(?P<where>\S+:\d+): (?P<json>\{.*)$", re.S)
+_ZAP_LEVEL = re.compile(r"^Level\((-?\d+)\)$")
+_JSON_SCALAR = re.compile(r'"(\w+)":("([^"]*)"|-?\d+(?:\.\d+)?|true|false|null)')
+_SKIP_KEYS = frozenset({"level", "ts", "time", "msg", "message", "logger", "caller", "stacktrace"})
+
+
+def _log_value(value: Any) -> str:
+    if isinstance(value, dict) and set(value) >= {"name"} and set(value) <= {"name", "namespace", "kind"}:
+        return "/".join(str(value[k]) for k in ("kind", "namespace", "name") if value.get(k))
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))[:80]
+    return str(value)
+
+
+def log_line(text: str) -> str:
+    """A structured (JSON) controller log line as `time level message key=value …` instead of raw JSON.
+
+    zap's `Level(-3)` is verbosity 3, written `level-3`; `ts` becomes an RFC 3339 second; the caller and logger
+    are dropped (they locate code, not the problem). Text that is not a JSON log line is returned unchanged.
+    """
+    m = _LOG_PREFIX.match(text.strip())
+    raw = m.group("json") if m else text.strip()
+    if not raw.startswith("{"):
+        return text
+    truncated = False
+    try:
+        doc = json.loads(raw)
+    except ValueError:  # evidence lines are cut to a length: read the scalar fields that survived
+        doc = {m.group(1): m.group(3) if m.group(3) is not None else m.group(2)
+               for m in _JSON_SCALAR.finditer(raw)}
+        truncated = True
+    if not isinstance(doc, dict) or not doc:
+        return text
+    ts = str(doc.get("ts") or doc.get("time") or "")
+    if re.match(r"^\d+(\.\d+)?$", ts):
+        ts = datetime.fromtimestamp(float(ts), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    elif len(ts) > 19 and ts[10] == "T":
+        ts = ts[:19] + "Z"
+    level = str(doc.get("level") or "")
+    zap = _ZAP_LEVEL.match(level)
+    level = f"level-{-int(zap.group(1))}" if zap else level
+    msg = str(doc.get("msg") or doc.get("message") or "")
+    pairs = " ".join(f"{k}={_log_value(v)}" for k, v in doc.items() if k not in _SKIP_KEYS)
+    return " ".join(x for x in (ts, level, msg, pairs) if x) + (" …" if truncated else "")
+
 
 def evidence_line(e: Evidence) -> str:
+    if e.source == "log":
+        e = e.model_copy(update={"observed": log_line(e.observed)})
     parts = []
     if e.ref:
         parts.append(str(e.ref))

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from kueuediag import __version__
-from kueuediag.models import Evidence, Verdict
+from kueuediag.models import Evidence, Finding, Fix, Verdict
 
 SCHEMA = "kueuediag/why/v1"
 
@@ -32,6 +32,37 @@ def _evidence(e: Evidence) -> dict[str, Any]:
     }
 
 
+def fix_dict(x: Fix) -> dict[str, Any]:
+    """A fix as JSON: status says what re-evaluating the snapshot showed (docs/json-output.md)."""
+    p = x.patch
+    return {
+        "text": x.text,
+        "command": x.command,
+        "status": x.status.value,
+        "stopGap": x.stop_gap,
+        "note": x.note or None,
+        "patch": None if p is None else {
+            "kind": p.kind, "name": p.name, "namespace": p.namespace,
+            "type": "delete" if p.delete else ("json" if p.json_ops else "merge"),
+            "patch": list(p.json_ops) if p.json_ops else (p.merge or None),
+        },
+    }
+
+
+def finding_dict(f: Finding, *, layer: str | None = None) -> dict[str, Any]:
+    """One finding as `why -o json` prints it (also used by `health -o json`)."""
+    out: dict[str, Any] = {"code": f.code, "check": f.check, "cause": f.cause}
+    if layer is not None:
+        out["layer"] = layer
+    out.update({
+        "severity": f.severity.label, "confidence": f.confidence.label, "aboutTarget": f.about_target,
+        "title": f.title, "message": f.message, "evidence": [_evidence(e) for e in f.evidence],
+        "remediation": list(f.remediation), "docs": f.docs, "data": f.data,
+        "contributors": list(f.contributors), "fixes": [fix_dict(x) for x in f.fixes],
+    })
+    return out
+
+
 def verdict_dict(v: Verdict) -> dict[str, Any]:
     w = v.workload
     return {
@@ -49,25 +80,10 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
             "priority": w.priority,
         },
         "verdict": {"cause": v.cause, "layer": v.layer.value, "headline": v.headline,
-                    "confidence": v.confidence.label, "unseen": list(v.unseen)},
+                    "confidence": v.confidence.label, "unseen": list(v.unseen),
+                    "firstFix": fix_dict(v.first_fix) if v.first_fix else None},
         "findings": [
-            {
-                "rank": r.rank,
-                "code": r.finding.code,
-                "check": r.finding.check,
-                "cause": r.finding.cause,
-                "layer": r.layer.value,
-                "severity": r.finding.severity.label,
-                "confidence": r.finding.confidence.label,
-                "aboutTarget": r.finding.about_target,
-                "title": r.finding.title,
-                "message": r.finding.message,
-                "evidence": [_evidence(e) for e in r.finding.evidence],
-                "remediation": list(r.finding.remediation),
-                "docs": r.finding.docs,
-                "data": r.finding.data,
-                "contributors": list(r.finding.contributors),
-            }
+            {"rank": r.rank, **finding_dict(r.finding, layer=r.layer.value)}
             for r in v.findings
         ],
         "checks": [

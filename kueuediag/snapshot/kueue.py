@@ -14,7 +14,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from kueuediag.errors import InputError
+from kueuediag.errors import InputError, MalformedObject
 from kueuediag.quantity import ZERO, parse_quantity, parse_resource_list
 from kueuediag.snapshot.k8s import (
     Condition,
@@ -516,7 +516,39 @@ def workload_of(snap: Snapshot, obj: dict[str, Any]) -> WorkloadView:
 
 
 def workloads(snap: Snapshot) -> list[WorkloadView]:
-    return snap.memo("workloads", lambda: [workload_of(snap, o) for o in snap.of_kind("Workload")])
+    """Every well-formed Workload; a malformed one is left out and recorded (see `malformed_objects`)."""
+    return snap.memo("workloads", lambda: _well_formed(snap, "Workload", lambda o: workload_of(snap, o)))
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A malformed object a list view left out: the raw object (for scope tests) and the error naming its field."""
+
+    obj: dict[str, Any]
+    error: MalformedObject
+
+
+def _well_formed(snap: Snapshot, kind: str, build: Callable[[dict[str, Any]], V]) -> list[V]:
+    """The views of every object of `kind` that builds; the others are recorded once in the snapshot's registry.
+
+    One malformed object must not blind every check that lists its kind: the analyses that aggregate over a
+    scope ask `malformed_objects` whether anything inside their scope was left out (require_well_formed).
+    """
+    registry: dict[int, Skipped] = snap.memo("malformed-objects", dict)
+    out: list[V] = []
+    for obj in snap.of_kind(kind):
+        try:
+            out.append(build(obj))
+        except MalformedObject as exc:
+            registry.setdefault(id(obj), Skipped(obj, exc))
+    return out
+
+
+def malformed_objects(snap: Snapshot) -> list[Skipped]:
+    """Every malformed Workload, Pod, Node and Event in the snapshot, in load order (memoised per kind)."""
+    for view in (workloads, pods, nodes, events):
+        view(snap)
+    return list(snap.memo("malformed-objects", dict).values())
 
 
 def workload(snap: Snapshot, namespace: str, name: str) -> WorkloadView | None:
@@ -547,8 +579,7 @@ def cluster_queue_of(idx: KueueIndex, w: WorkloadView) -> str | None:
 
 
 def pods(snap: Snapshot) -> list[PodView]:
-    build = guarded(snap, pod_view)
-    return snap.memo("pods", lambda: [build(o) for o in snap.of_kind("Pod")])
+    return snap.memo("pods", lambda: _well_formed(snap, "Pod", guarded(snap, pod_view)))
 
 
 def pods_by_node(snap: Snapshot) -> dict[str, list[PodView]]:
@@ -563,13 +594,11 @@ def pods_by_node(snap: Snapshot) -> dict[str, list[PodView]]:
 
 
 def nodes(snap: Snapshot) -> list[NodeView]:
-    build = guarded(snap, node_view)
-    return snap.memo("nodes", lambda: [build(o) for o in snap.of_kind("Node")])
+    return snap.memo("nodes", lambda: _well_formed(snap, "Node", guarded(snap, node_view)))
 
 
 def events(snap: Snapshot) -> list[EventView]:
-    build = guarded(snap, event_view)
-    return snap.memo("events", lambda: [build(o) for o in snap.of_kind("Event")])
+    return snap.memo("events", lambda: _well_formed(snap, "Event", guarded(snap, event_view)))
 
 
 def events_for(snap: Snapshot, kind: str, namespace: str | None, name: str) -> list[EventView]:

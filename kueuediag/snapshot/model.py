@@ -119,6 +119,8 @@ class Snapshot:
     def __init__(self, raw: RawSnapshot, now: datetime | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
         self.source = raw.source
         self.limits = limits
+        self.raw = raw
+        """what was read, kept so a fix can be applied to a copy and re-diagnosed (kueuediag.fixes)"""
         self.manifest = _manifest(raw)
         self._by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._by_key: dict[tuple[str, str | None, str], dict[str, Any]] = {}

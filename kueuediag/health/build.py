@@ -1,0 +1,107 @@
+"""One engine pass over the whole cluster: every section of the health report from one shared Snapshot."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from kueuediag.analysis.installation import kueue_version
+from kueuediag.check import Check
+from kueuediag.config import Settings
+from kueuediag.health.catalog import HEALTH_CHECKS, select_health
+from kueuediag.health.flavors import flavor_rows, fragmentation_items
+from kueuediag.health.heads import head_item, iter_heads
+from kueuediag.health.model import HealthReport, Item
+from kueuediag.health.queues import cohort_rows, fair_sharing_items, guarantee_items, inactive_items, queue_rows
+from kueuediag.health.rates import rate_items, rate_rows
+from kueuediag.health.scope import scope_of
+from kueuediag.health.stuck import known_issue_items, system_items, workload_items
+from kueuediag.snapshot.model import Part, Snapshot
+
+_REQUIRES: dict[str, tuple[Part, ...]] = {
+    "guarantee-violation": (Part.WORKLOADS, Part.QUEUES),
+    "fair-sharing": (Part.QUEUES,),
+    "queue-inactive": (Part.QUEUES,),
+    "fragmentation": (Part.WORKLOADS, Part.NODES, Part.PODS),
+    "admission-trickle": (Part.WORKLOADS,),
+    "admission-stall": (Part.WORKLOADS,),
+    "preemption-trickle": (Part.WORKLOADS,),
+    "admission-checks": (Part.WORKLOADS,),
+    "podsready-backoff": (Part.WORKLOADS,),
+    "deactivated": (Part.WORKLOADS,),
+    "gates-not-removed": (Part.WORKLOADS, Part.PODS),
+    "zombie-pods": (Part.PODS,),
+    "victims-holding-quota": (Part.WORKLOADS, Part.PODS),
+    "node-health": (Part.NODES,),
+    "controller": (Part.PODS,),
+    "known-issues": (),
+    "pending-heads": (Part.WORKLOADS,),
+}
+
+
+def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Settings, *,
+                 namespaces: list[str] | None = None, all_pending: bool = False) -> HealthReport:
+    """The whole report; heads (all pending with `all_pending`) are diagnosed with `why`'s engine."""
+    sel = select_health(classes, settings)
+    scope = scope_of(snap, namespaces)
+    report = HealthReport(
+        captured_at=snap.now.strftime("%Y-%m-%dT%H:%M:%SZ"), source=str(snap.source),
+        namespaces=tuple(namespaces) if namespaces else None, kueue_version=kueue_version(snap).version,
+        snapshot_errors=[f"{what}: {err}" for what, err in snap.manifest.errors],
+    )
+    runnable = set()
+    for h in HEALTH_CHECKS:
+        if not sel.enabled(h.id):
+            continue
+        missing = next((why for part in _REQUIRES[h.id] if (why := snap.part_unavailable(part))), None)
+        if missing:
+            report.skipped[h.id] = missing
+        else:
+            runnable.add(h.id)
+    report.checks_run = [h.id for h in HEALTH_CHECKS if h.id in runnable]
+
+    def timed(name: str, fn: Callable[[], None]) -> None:
+        t0 = time.perf_counter()
+        fn()
+        report.timings_ms[name] = round((time.perf_counter() - t0) * 1000, 1)
+
+    def add(items: list[Item]) -> None:
+        report.items.extend(i for i in items if i.check in runnable)
+
+    def queues() -> None:
+        report.queues = queue_rows(snap, scope)
+        report.cohorts = cohort_rows(snap, scope)
+        for check, fn in (("guarantee-violation", guarantee_items), ("fair-sharing", fair_sharing_items),
+                          ("queue-inactive", inactive_items)):
+            if check in runnable:
+                add(fn(snap, scope, sel, settings))
+
+    def flavors() -> None:
+        report.flavors = flavor_rows(snap, scope, sel)
+        if "fragmentation" in runnable:
+            add(fragmentation_items(snap, scope, sel, settings))
+
+    def rates() -> None:
+        report.rates = rate_rows(snap, scope, sel)
+        if runnable & {"admission-trickle", "admission-stall", "preemption-trickle"}:
+            add(rate_items(snap, scope, sel, settings))
+
+    def stuck() -> None:
+        add(workload_items(snap, scope, sel, settings))
+        add(system_items(snap, scope, sel, settings))
+        if "known-issues" in runnable:
+            add(known_issue_items(snap, sel, settings))
+
+    def heads() -> None:
+        if "pending-heads" not in runnable:
+            return
+        for head in iter_heads(snap, scope, classes, sel.why_settings, all_pending=all_pending):
+            report.heads.append(head)
+            add([head_item(head)])
+
+    timed("queues", queues)
+    timed("flavors", flavors)
+    timed("rates", rates)
+    timed("stuck", stuck)
+    timed("heads", heads)
+    return report
