@@ -17,7 +17,7 @@ from kueuediag.causes import BY_SLUG, TIER_ORDER, Tier, all_causes
 from kueuediag.causes import cause as cause_of
 from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
-from kueuediag.errors import InputError
+from kueuediag.errors import InputError, MalformedObject
 from kueuediag.merge import merge_runs
 from kueuediag.models import (
     CheckResult,
@@ -79,6 +79,9 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
         if why:
             return CheckRun(**base, outcome=Outcome.COULD_NOT_CHECK, input=part.value, reason=why)
     if check.needs_workload and target.workload is None:
+        if target.workload_unknown:  # its collection failed: unknown, not absent
+            return CheckRun(**base, outcome=Outcome.COULD_NOT_CHECK, input="workloads",
+                            reason=f"the target's Workload could not be read ({target.workload_unknown})")
         return CheckRun(**base, outcome=Outcome.NOT_APPLICABLE, reason="no Workload exists for this target")
     start = time.perf_counter()
     try:
@@ -87,12 +90,29 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
         result = CheckResult.could_not_check(exc.input, exc.reason)
     except NotApplicable as exc:
         result = CheckResult.not_applicable(exc.reason)
-    except InputError:
-        raise  # bad input (a junk quantity in an object the check read) is the user's to fix: exit 2
+    except MalformedObject as exc:
+        if is_target_object(exc, target):
+            raise  # the target itself is unreadable: the user's to fix, exit 2
+        text = str(exc)
+        result = CheckResult.could_not_check(exc.ref, text.removeprefix(f"{exc.ref}: ") or text)
+    except InputError as exc:  # another unreadable input (metrics file, Kueue configuration): this check only
+        result = CheckResult.could_not_check("snapshot input", str(exc))
     except Exception as exc:  # isolation: one broken check must not break the diagnosis
         result = CheckResult(outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}")
     elapsed = (time.perf_counter() - start) * 1000
     return CheckRun(**base, **dict(result), duration_ms=round(elapsed, 2))
+
+
+def is_target_object(exc: MalformedObject, target: Target) -> bool:
+    """The malformed object is the target's own Workload or the job object that owns it."""
+    objs = [target.owner] if target.owner is not None else []
+    if target.workload is not None:
+        objs.append(target.workload.obj)
+    return any(
+        str(o.get("kind")) == exc.kind and meta(o).get("name") == exc.name
+        and (meta(o).get("namespace") or None) == exc.namespace
+        for o in objs
+    )
 
 
 def as_result(returned: CheckResult | list[Finding]) -> CheckResult:
@@ -143,7 +163,7 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
                           namespace=meta(target.owner).get("namespace"))
     if w is None:
         return WorkloadInfo(namespace=target.namespace, name=None, owner=owner, local_queue=target.local_queue,
-                            cluster_queue=None, state="not-managed")
+                            cluster_queue=None, state="unknown" if target.workload_unknown else "not-managed")
     pending = None
     if w.state in ("pending", "quota-reserved"):
         since = w.queue_order_time

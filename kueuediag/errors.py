@@ -21,15 +21,22 @@ class ExitCode(IntEnum):
     NOT_FOUND = 3
     """The target workload (or check code / cause) does not exist in the snapshot."""
     UNAVAILABLE = 4
-    """Live mode: the cluster could not be reached at all (no kubeconfig, connection refused, auth failed)."""
+    """The cluster could not be reached (no kubeconfig, connection refused, auth failed), Kueue is not installed,
+    or the target itself could not be read (a forbidden or failed LIST: the message names the permission)."""
+    SAVE_FAILED = 5
+    """`why --save PATH`: the verdict was printed, but the snapshot could not be written to PATH."""
 
 
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "verdict produced (whatever it says)",
     ExitCode.FINDINGS: "`--fail-on SEVERITY` was given and a finding reached that severity",
-    ExitCode.USAGE: "usage or input error (bad flag, malformed or truncated snapshot, junk quantity)",
+    ExitCode.USAGE: (
+        "usage or input error (bad flag, unreadable snapshot, junk in the target's own Workload, job or queues)"
+    ),
     ExitCode.NOT_FOUND: "target not found (closest names are listed on stderr)",
-    ExitCode.UNAVAILABLE: "live mode: cluster unreachable or Kueue not installed",
+    ExitCode.UNAVAILABLE: "cluster unreachable, Kueue not installed, or the target could not be read "
+                          "(the missing permission or failed request is named)",
+    ExitCode.SAVE_FAILED: "`why --save`: the verdict was printed but the snapshot could not be written",
 }
 
 
@@ -45,6 +52,25 @@ class InputError(KueuediagError):
     exit_code = ExitCode.USAGE
 
 
+class MalformedObject(InputError):
+    """One object in the snapshot is malformed (a junk quantity, a field of the wrong type).
+
+    It carries the object's identity so the engine can tell whether the diagnosis depends on it: junk in the
+    target's own Workload or job is exit 2; junk in an unrelated object makes only the checks that read it
+    "could not check" (naming object and field), and the rest of the diagnosis goes on.
+    """
+
+    def __init__(self, message: str, kind: str, namespace: str | None, name: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
 class TargetNotFound(KueuediagError):
     """The target could not be resolved to any object in the snapshot."""
 
@@ -53,6 +79,22 @@ class TargetNotFound(KueuediagError):
     def __init__(self, message: str, suggestions: list[str] | None = None) -> None:
         super().__init__(message)
         self.suggestions = suggestions or []
+
+
+class TargetUnreadable(KueuediagError):
+    """The target could not be looked up because the collection of its kind failed (403, timeout, 5xx).
+
+    Never reported as "not found": the object may well exist. The message names what failed and the
+    permission that is missing.
+    """
+
+    exit_code = ExitCode.UNAVAILABLE
+
+
+class SaveFailed(KueuediagError):
+    """`why --save` could not write the snapshot; the verdict was printed before this is reported."""
+
+    exit_code = ExitCode.SAVE_FAILED
 
 
 class ClusterUnavailable(KueuediagError):

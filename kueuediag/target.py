@@ -3,7 +3,13 @@
 The recipe is Kueue's own (kueue-facts §7.3): label `kueue.x-k8s.io/job-uid`, controller ownerReferences,
 the pod-group label, the pod annotation `kueue.x-k8s.io/workload`, then the owner chain of a pod.
 A job that exists without a Workload resolves to a Target with `workload=None`: that is a diagnosis
-(not managed), not an error.
+(not managed), not an error — unless the Workloads could not be collected (403, timeout, failed LIST in the
+snapshot manifest): then the Workload is *unknown*, not absent (`workload_unknown` says why), and no check may
+conclude that Kueue created none.
+
+A collection failure is never "not found" either: when the LIST of the target's kind failed, the target is
+looked up through the ownerReferences of the collected Workloads, and when that fails too, resolution raises
+:class:`TargetUnreadable` (exit 4) naming what failed and the permission it needs.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-from kueuediag.errors import InputError, TargetNotFound
+from kueuediag.errors import InputError, TargetNotFound, TargetUnreadable
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.kueue import WorkloadView, cluster_queue_of, kueue_index, workload, workloads
 from kueuediag.snapshot.model import Snapshot
@@ -45,6 +51,8 @@ class Target:
     owner: dict[str, Any] | None = None
     """the job-like object (or pod) the user named or that owns the Workload"""
     pod: dict[str, Any] | None = None
+    workload_unknown: str | None = None
+    """why the Workload could not be looked for (its collection failed); None when the lookup was complete"""
 
     @property
     def owner_kind(self) -> str | None:
@@ -86,7 +94,65 @@ def parse_target(text: str) -> tuple[str | None, str | None, str]:
 
 
 def resolve(snap: Snapshot, text: str, namespace: str | None = None) -> Target:
+    """Resolve `text` in `snap`; raises TargetNotFound (exit 3) only when every place it could be was read."""
+    target = _resolve(snap, text, namespace)
+    if target.workload is None:
+        gap = collection_gap(snap, ("Workload",))
+        if gap is not None:
+            target.workload_unknown = gap
+    return target
+
+
+COLLECTED_AS = {"Workload": "workloads (list)", "Job": "jobs (list)", "Pod": "pods (list)"}
+"""kind → the manifest `errors[].what` under which the collectors record a failed LIST of it"""
+
+
+def collection_gap(snap: Snapshot, kinds: tuple[str, ...]) -> str | None:
+    """'WHAT: ERROR' of the first manifest error saying `kinds` were not (completely) collected, else None."""
+    wanted = {COLLECTED_AS[k] for k in kinds if k in COLLECTED_AS}
+    for what, error in snap.manifest.errors:
+        if what in wanted:
+            return f"{what}: {error}"
+    return None
+
+
+def _lookup_kinds(kind: str | None) -> tuple[str, ...]:
+    if kind is None:
+        return ("Workload", "Job", "Pod")
+    if kind in COLLECTED_AS:
+        return (kind,) if kind == "Workload" else (kind, "Workload")
+    return ("Workload",)  # other integrations are found through their Workload's ownerReferences
+
+
+def _resolve(snap: Snapshot, text: str, namespace: str | None) -> Target:
     kind, group, name = parse_target(text)
+    try:
+        return _resolve_found(snap, text, kind, group, name, namespace)
+    except TargetNotFound:
+        gap = collection_gap(snap, _lookup_kinds(kind))
+        if gap is None:
+            raise
+        via = _through_workload_owner(snap, text, kind, name, namespace)
+        if via is not None:
+            return via
+        raise TargetUnreadable(f"{text}: could not be read{_in(namespace)}: {gap}") from None
+
+
+def _through_workload_owner(snap: Snapshot, text: str, kind: str | None, name: str,
+                            namespace: str | None) -> Target | None:
+    """The target's Workload found by its ownerReference when the target's own kind was not collected."""
+    if kind == "Workload":
+        return None
+    found = [w for w in workloads(snap) if (namespace is None or w.namespace == namespace) and w.owner
+             and w.owner.get("name") == name and (kind is None or str(w.owner.get("kind", "")).lower() == kind.lower())]
+    if len(found) != 1:
+        return None
+    w = found[0]
+    return Target(query=text, namespace=w.namespace, workload=w, owner=None)
+
+
+def _resolve_found(snap: Snapshot, text: str, kind: str | None, group: str | None, name: str,
+                   namespace: str | None) -> Target:
     if kind == "Workload":
         return _resolve_workload(snap, text, name, namespace)
     if kind is None:

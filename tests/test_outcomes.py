@@ -6,16 +6,21 @@ check list (an installed plugin cannot change these results).
 
 from __future__ import annotations
 
+import json
 import shutil
 from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 from kueuediag_checks import builtin_checks
+from typer.testing import CliRunner
 
 from kueuediag.causes import CAUSES
+from kueuediag.cli import build_app
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
+from kueuediag.errors import ExitCode
 from kueuediag.models import Outcome, Verdict
 from kueuediag.snapshot.model import load_snapshot
 from kueuediag.target import resolve
@@ -99,3 +104,67 @@ def test_preemption_unchanged_for_hours_is_escalated(tmp_path: Path) -> None:
     assert f.cause == "stuck-preemption-target" and f.severity.label == "high"
     assert f.title.startswith("preemption has not progressed for 3h00m")
     assert "cycle" not in f.title and "Normal" not in f.message and "3h00m" in f.message
+
+
+def _copy(tmp_path: Path, rel: str) -> Path:
+    root = tmp_path / "snap"
+    shutil.copytree(FIXTURES / rel, root)
+    return root
+
+
+def test_junk_in_an_unrelated_pod_leaves_the_verdict_intact(tmp_path: Path) -> None:
+    root = _copy(tmp_path, "snapshots/frag-h100")
+    pods = root / "objects" / "pods.yaml"
+    text = pods.read_text()
+    proxy = "  - name: kube-proxy\n    image: gke.gcr.io/kube-proxy-amd64:v1.32.4-gke.1415000\n    resources:\n" \
+            "      requests:\n        cpu: 100m"
+    assert proxy in text
+    pods.write_text(text.replace(proxy, proxy.replace("cpu: 100m", "cpu: lots"), 1))
+    result = CliRunner().invoke(build_app(), ["why", "job/llm-finetune", "-n", "team-a", "--from", str(root),
+                                              "-o", "json"])
+    assert result.exit_code == ExitCode.OK, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["verdict"]["cause"] == "not-pending"  # what is still known: it is admitted
+    runs = {c["code"]: c for c in doc["checks"]}
+    bad = "Pod kube-system/kube-proxy-gke-ml-prod-a3-h100-pool-5f2c9a1e-4xk2"
+    blind = sorted(code for code, c in runs.items() if c["result"] == "could-not-check" and c["input"] == bad)
+    assert "KD201" in blind and "KD901" in blind, runs
+    assert runs["KD201"]["reason"] == "containers[kube-proxy].resources.requests: cpu: invalid quantity 'lots'"
+    # the checks that did not need the pod went on, and the verdict says what it could not see
+    assert runs["KD002"]["result"] == "fired" and runs["KD701"]["result"] == "not-applicable"
+    assert not [c for c in runs.values() if c["result"] == "errored"]
+    assert doc["verdict"]["confidence"] == "low"
+    assert any(bad in line and "invalid quantity 'lots'" in line for line in doc["verdict"]["unseen"])
+
+
+def test_junk_in_the_target_workload_is_still_exit_2(tmp_path: Path) -> None:
+    root = _copy(tmp_path, "snapshots/frag-h100")
+    for path in (root / "objects").glob("*.yaml"):
+        text = path.read_text()
+        if "name: job-llm-finetune-" in text and "kind: Workload" in text:
+            break
+    else:
+        raise AssertionError("no Workload file")
+    docs = list(yaml.safe_load_all(text))
+    objs = [o for d in docs if d for o in (d.get("items") or [d])]
+    wl = next(o for o in objs if o["kind"] == "Workload" and o["metadata"]["name"].startswith("job-llm-finetune-"))
+    wl["spec"]["podSets"][0]["count"] = "many"
+    path.write_text(yaml.safe_dump_all(docs))
+    result = CliRunner().invoke(build_app(), ["why", "job/llm-finetune", "-n", "team-a", "--from", str(root)])
+    assert result.exit_code == ExitCode.USAGE and "count must be a whole number" in result.stderr
+
+
+def test_forbidden_nodes_lower_the_verdict_confidence(tmp_path: Path) -> None:
+    root = _copy(tmp_path, "scenarios/stuck-preemption-target")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["errors"] = [{"what": "nodes", "error": "forbidden (403): cannot list resource \"nodes\""}]
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    snap = load_snapshot(str(root))
+    v = diagnose(snap, resolve(snap, "job/vit-h14-finetune-e3", "team-vision"), BUILTIN, Settings())
+    full = verdict("scenarios/stuck-preemption-target", "job/vit-h14-finetune-e3", "team-vision", None)
+    assert full.confidence.label == "high" and full.unseen == ()
+    assert v.cause == "stuck-preemption-target" and v.confidence.label == "medium"
+    runs = {r.code: r for r in v.runs}
+    assert runs["KD201"].outcome is Outcome.COULD_NOT_CHECK and runs["KD201"].input == "nodes"
+    assert any(line.startswith("KD201 fragmentation could not check — nodes: not collected (nodes: forbidden (403)")
+               for line in v.unseen), v.unseen

@@ -8,15 +8,18 @@ only decides its own causes.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
 from kueuediag.analysis.messages import PendingMessage, parse_pending_message
-from kueuediag.analysis.queue_route import QueueRoute
+from kueuediag.analysis.queue_route import QueueRoute, queue_route
 from kueuediag.check import Check, ev
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import LocalQueueView, WorkloadView
+from kueuediag.snapshot.model import Snapshot
+from kueuediag.target import Target
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GATED_BY = "kueue.x-k8s.io/admission-gated-by"
@@ -193,6 +196,33 @@ def lq_active_evidence(lq: LocalQueueView) -> list[Evidence]:
             field="status.conditions[type=Active]",
         )
     ]
+
+
+class SubmissionCheck(Check):
+    """A check about a pending Workload's queue route: pending → route → its findings or what it looked at.
+
+    Subclasses give `route_findings` (their causes for the route) and `looked_at` (the one line that rules their
+    causes out); `run` turns them into the honest outcome with `submission_result`.
+    """
+
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
+        p = pending(target.workload)
+        if p is None:
+            return submission_result(self, [], target.workload, None, "")
+        route = queue_route(snapshot, p.w, p.pm)
+        return submission_result(self, self.route_findings(snapshot, p, route), p.w, route, self.looked_at(p, route))
+
+    @abstractmethod
+    def route_findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
+        """Findings for this check's causes along the route."""
+
+    @abstractmethod
+    def looked_at(self, p: Pending, route: QueueRoute) -> str:
+        """What was looked at and found fine (the ruled-out evidence line)."""
+
+
+def cq_name(route: QueueRoute) -> str:
+    return route.cq.name if route.cq is not None else "?"
 
 
 def submission_result(

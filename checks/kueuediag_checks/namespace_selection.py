@@ -4,26 +4,25 @@ from __future__ import annotations
 
 from kueuediag.analysis.kueue_config import namespace_labels, selector_str
 from kueuediag.analysis.messages import PendingMessage
-from kueuediag.analysis.queue_route import QueueRoute, queue_route
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.analysis.queue_route import QueueRoute
+from kueuediag.check import ev
+from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import label_selector_matches
 from kueuediag.snapshot.kueue import ClusterQueueView, WorkloadView
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
 from kueuediag_checks._submission import (
     Pending,
+    SubmissionCheck,
+    cq_name,
     from_message,
     label_fix,
     labels_str,
     lq_active_evidence,
-    pending,
     qr_evidence,
-    submission_result,
 )
 
 
-class NamespaceSelection(Check):
+class NamespaceSelection(SubmissionCheck):
     """Finds a ClusterQueue whose namespaceSelector does not select the workload's namespace.
 
     What it detects:
@@ -51,17 +50,10 @@ class NamespaceSelection(Check):
     requires = ()
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
-        p = pending(target.workload)
-        if p is None:
-            return submission_result(self, [], target.workload, None, "")
-        route = queue_route(snapshot, p.w, p.pm)
-        return submission_result(
-            self, self._findings(snapshot, p, route), p.w, route,
-            f"ClusterQueue {route.cq.name if route.cq else '?'} spec.namespaceSelector selects namespace "
-            f"{p.w.namespace}")
+    def looked_at(self, p: Pending, route: QueueRoute) -> str:
+        return f"ClusterQueue {cq_name(route)} spec.namespaceSelector selects namespace {p.w.namespace}"
 
-    def _findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
+    def route_findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
         causes = ("namespace-not-selected",)
         if route.state == "lq-unknown":
             return from_message(self, p, causes, "LocalQueue")

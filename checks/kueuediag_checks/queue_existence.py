@@ -14,8 +14,8 @@ from kueuediag.analysis.kueue_config import (
     namespace_labels,
     selector_str,
 )
-from kueuediag.analysis.queue_route import queue_route
-from kueuediag.check import Check, ev
+from kueuediag.analysis.queue_route import QueueRoute, queue_route
+from kueuediag.check import ev
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import label_selector_matches, labels, meta
 from kueuediag.snapshot.kueue import events_for, kueue_index
@@ -25,13 +25,13 @@ from kueuediag.timeutil import format_rfc3339, human_duration, parse_time_lenien
 from kueuediag_checks._submission import (
     QUEUE_LABEL,
     Pending,
+    SubmissionCheck,
+    cq_name,
     from_message,
     label_fix,
     labels_str,
     lq_active_evidence,
-    pending,
     qr_evidence,
-    submission_result,
 )
 
 
@@ -44,7 +44,7 @@ class _Reason:
     key: str = ""
 
 
-class QueueExistence(Check):
+class QueueExistence(SubmissionCheck):
     """Finds jobs Kueue never queues: not managed at all, or sent to a LocalQueue/ClusterQueue that does not exist.
 
     What it detects:
@@ -85,19 +85,22 @@ class QueueExistence(Check):
     default_severity = Severity.HIGH
 
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
+        if target.workload is None and target.workload_unknown:
+            # A Workload that could not be read is unknown, never evidence that Kueue created none.
+            return CheckResult.could_not_check("workloads", target.workload_unknown)
         if target.workload is None:
             found = self._not_managed(snapshot, target)
             if found:
                 return self.result(found)
             return CheckResult.not_applicable("no Workload and no owning job object to explain")
-        p = pending(target.workload)
-        if p is None:
-            return submission_result(self, [], target.workload, None, "")
-        route = queue_route(snapshot, p.w, p.pm)
-        return submission_result(
-            self, self._route(snapshot, p), p.w, route,
-            f"LocalQueue {p.w.namespace}/{route.lq_name} exists and points at ClusterQueue "
-            f"{route.cq.name if route.cq else '?'}, which exists")
+        return super().run(snapshot, target)
+
+    def looked_at(self, p: Pending, route: QueueRoute) -> str:
+        return (f"LocalQueue {p.w.namespace}/{route.lq_name} exists and points at ClusterQueue {cq_name(route)}, "
+                "which exists")
+
+    def route_findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
+        return self._route(snapshot, p)
 
     # --- not managed ---------------------------------------------------------------------------------------
     def _not_managed(self, snap: Snapshot, target: Target) -> list[Finding]:

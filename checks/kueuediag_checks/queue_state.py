@@ -5,21 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from kueuediag.analysis.messages import parse_cq_inactive_message
-from kueuediag.analysis.queue_route import QueueRoute, collected, queue_route
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.analysis.queue_route import QueueRoute, collected
+from kueuediag.check import ev
+from kueuediag.models import Confidence, Evidence, Finding, Severity
 from kueuediag.snapshot.k8s import Condition, conditions, meta
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, LocalQueueView, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
 from kueuediag_checks._submission import (
     STOPPED,
     Pending,
+    SubmissionCheck,
+    cq_name,
     from_message,
     lq_active_evidence,
-    pending,
     qr_evidence,
-    submission_result,
 )
 
 _PART_ORDER = ("stopped", "terminating", "missing-flavors", "missing-checks", "inactive-checks", "missing-topology")
@@ -33,7 +32,7 @@ _INACTIVE_WORDS = {
 }
 
 
-class QueueState(Check):
+class QueueState(SubmissionCheck):
     """Finds a stopped LocalQueue or an inactive ClusterQueue on the workload's route.
 
     What it detects:
@@ -67,17 +66,11 @@ class QueueState(Check):
     requires = ()
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
-        p = pending(target.workload)
-        if p is None:
-            return submission_result(self, [], target.workload, None, "")
-        route = queue_route(snapshot, p.w, p.pm)
-        return submission_result(
-            self, self._findings(snapshot, p, route), p.w, route,
-            f"LocalQueue {p.w.namespace}/{route.lq_name} and ClusterQueue {route.cq.name if route.cq else '?'}: "
-            "stopPolicy None, Active=True")
+    def looked_at(self, p: Pending, route: QueueRoute) -> str:
+        return (f"LocalQueue {p.w.namespace}/{route.lq_name} and ClusterQueue {cq_name(route)}: stopPolicy None, "
+                "Active=True")
 
-    def _findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
+    def route_findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
         if route.state == "lq-unknown":
             return from_message(self, p, ("localqueue-stopped", "clusterqueue-inactive"), "LocalQueue")
         lq = route.lq

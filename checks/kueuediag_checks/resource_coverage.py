@@ -7,25 +7,24 @@ from typing import Any
 from kueuediag.analysis.flavor_match import FlavorExclusion, group_exclusions, groups_for_pod_set
 from kueuediag.analysis.kueue_config import kueue_config
 from kueuediag.analysis.messages import PendingMessage
-from kueuediag.analysis.queue_route import QueueRoute, collected, queue_route
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Evidence, Finding, Severity
+from kueuediag.analysis.queue_route import QueueRoute, collected
+from kueuediag.check import ev
+from kueuediag.models import Evidence, Finding, Severity
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import Target
 from kueuediag_checks._submission import (
     Pending,
+    SubmissionCheck,
+    cq_name,
     from_message,
     labels_str,
     lq_active_evidence,
-    pending,
     qr_evidence,
-    submission_result,
 )
 
 
-class ResourceCoverage(Check):
+class ResourceCoverage(SubmissionCheck):
     """Finds requests no resourceGroup covers and pod sets whose constraints exclude every flavor.
 
     What it detects:
@@ -58,18 +57,12 @@ class ResourceCoverage(Check):
     requires = ()
     default_severity = Severity.HIGH
 
-    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
-        p = pending(target.workload)
-        if p is None:
-            return submission_result(self, [], target.workload, None, "")
-        route = queue_route(snapshot, p.w, p.pm)
+    def looked_at(self, p: Pending, route: QueueRoute) -> str:
         requested = ", ".join(sorted(p.w.total_requests())) or "nothing"
-        return submission_result(
-            self, self._findings(snapshot, p, route), p.w, route,
-            f"ClusterQueue {route.cq.name if route.cq else '?'} covers every requested resource ({requested}) "
-            "with a flavor whose labels and taints the pods accept")
+        return (f"ClusterQueue {cq_name(route)} covers every requested resource ({requested}) with a flavor whose "
+                "labels and taints the pods accept")
 
-    def _findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
+    def route_findings(self, snapshot: Snapshot, p: Pending, route: QueueRoute) -> list[Finding]:
         causes = ("resource-not-covered", "no-matching-flavor")
         if route.state == "lq-unknown":
             return from_message(self, p, causes, "LocalQueue")

@@ -1,6 +1,6 @@
 """The kueuediag command line. It only parses and delegates: one module per command.
 
-Heavy libraries (rich, kubernetes, prometheus_api_client) are imported inside commands, so `--help` and
+Heavy libraries (rich, kubernetes, urllib3) are imported inside commands, so `--help` and
 snapshot-only runs stay fast. The same app runs as `kueuediag` and as the kubectl plugin `kubectl kueuediag`
 (console script `kubectl-kueuediag`, see docs/kubectl-plugin.md).
 """

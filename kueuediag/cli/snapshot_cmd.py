@@ -6,6 +6,7 @@ status); stdout carries only the path of the written snapshot.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,6 +72,7 @@ def register(app: typer.Typer) -> None:
         verbose: bool | None = typer.Option(None, "-v", "--verbose", help="Print every request and the totals."),
     ) -> None:
         """Record the cluster's Kueue state (objects, nodes, pods, events, logs, metrics) for later `why --from`."""
+        started = time.monotonic()  # `--timeout` counts from here
         from kueuediag.live import take_snapshot
 
         namespaces = split_csv(namespace) or None
@@ -98,6 +100,7 @@ def register(app: typer.Typer) -> None:
             opts = live_options(
                 settings, namespaces[0] if namespaces and len(namespaces) == 1 else None, progress, "6h"
             )
+            opts.started = started
             result = take_snapshot(
                 target,
                 opts,

@@ -11,11 +11,12 @@ import typer
 
 from kueuediag.cli import options as opt
 from kueuediag.cli.common import handle_errors, settings_from_flags, terminal_style
-from kueuediag.errors import ExitCode, InputError
+from kueuediag.errors import ExitCode, InputError, KueuediagError, SaveFailed
 
 if TYPE_CHECKING:
     from kueuediag.config import Settings
     from kueuediag.snapshot.model import Snapshot
+    from kueuediag.snapshot.reader import RawSnapshot
 
 
 def _target_in_snapshot(
@@ -61,19 +62,24 @@ def diagnose_and_print(
     save: str | None = None,
 ) -> int:
     """The body of `why` and `demo`; returns the exit code."""
+    started = time.monotonic()  # live `--timeout` counts from here: imports and check loading spend it too
     from kueuediag.engine import diagnose
     from kueuediag.examples import resolve_source
     from kueuediag.models import Severity
     from kueuediag.registry import discover
     from kueuediag.render import render, verdict_line
-    from kueuediag.snapshot.model import load_snapshot
+    from kueuediag.snapshot.model import Snapshot, load_snapshot
     from kueuediag.target import resolve
     from kueuediag.timeutil import parse_time
 
     # A one-shot process over a large, acyclic object graph: the cyclic GC only costs time here.
     gc.disable()
     moment = parse_time(now) if now else None
+    # Load the checks (and their imports) before collecting: `--timeout` bounds the whole run, so nothing slow
+    # may be left for after the deadline.
+    classes = discover()
     t0 = time.perf_counter()
+    raw: RawSnapshot | None = None
     if source:
         snap = load_snapshot(resolve_source(source), now=moment)
         target, namespace = _target_in_snapshot(snap, target, namespace, settings)
@@ -84,33 +90,44 @@ def diagnose_and_print(
                 "`kueuediag snapshot --for TARGET` can be diagnosed without one (--from FILE)"
             )
         from kueuediag.cli.common import live_options, stderr_status
-        from kueuediag.live import live_snapshot_for_why
+        from kueuediag.live import collect_for_why
 
         with stderr_status("collecting from the cluster") as progress:
-            snap = live_snapshot_for_why(
-                target, namespace, live_options(settings, namespace, progress, "2h", save=save)
-            )
+            opts = live_options(settings, namespace, progress, "2h")
+            opts.started = started
+            raw = collect_for_why(target, namespace, opts)
+        snap = Snapshot(raw)
         if moment is not None:
             snap.now = moment
+    if snap.manifest.partial:
+        typer.echo(f"kueuediag: warning: partial snapshot ({len(snap.manifest.errors)} part(s) not collected; "
+                   "checks that need them say so)", err=True)
     t1 = time.perf_counter()
-    resolved = resolve(snap, target, namespace)
-    verdict = diagnose(snap, resolved, discover(), settings)
-    t2 = time.perf_counter()
-    if settings.quiet and settings.output == "terminal":
-        typer.echo(verdict_line(verdict))
-    else:
-        style = terminal_style(settings)
-        typer.echo(
-            render(
-                verdict,
-                settings.output,
-                color=style.color,
-                width=style.width,
-                verbose=settings.verbose,
-                boxes=style.boxes,
-            ),
-            nl=False,
-        )
+    try:
+        resolved = resolve(snap, target, namespace)
+        verdict = diagnose(snap, resolved, classes, settings)
+        t2 = time.perf_counter()
+        if settings.quiet and settings.output == "terminal":
+            typer.echo(verdict_line(verdict))
+        else:
+            style = terminal_style(settings)
+            typer.echo(
+                render(
+                    verdict,
+                    settings.output,
+                    color=style.color,
+                    width=style.width,
+                    verbose=settings.verbose,
+                    boxes=style.boxes,
+                ),
+                nl=False,
+            )
+    except KueuediagError:
+        if raw is not None and save is not None:
+            _save(raw, save, after_verdict=False)
+        raise
+    if raw is not None and save is not None:
+        _save(raw, save, after_verdict=True)
     if settings.verbose:
         typer.echo(
             f"kueuediag: loaded {snap.source} in {t1 - t0:.2f}s, diagnosed in {t2 - t1:.2f}s; "
@@ -126,6 +143,22 @@ def diagnose_and_print(
         ):
             return int(ExitCode.FINDINGS)
     return int(ExitCode.OK)
+
+
+def _save(raw: RawSnapshot, path: str, *, after_verdict: bool) -> None:
+    """`--save`: write what was collected. A failure never discards the verdict: it was printed first, and the
+    failure is reported after it (exit 5); when there is no verdict (target unreadable) it is only a warning
+    beside the error that follows."""
+    from kueuediag.live.write import write_snapshot
+
+    try:
+        written = write_snapshot(raw, path)
+    except InputError as exc:
+        if after_verdict:
+            raise SaveFailed(f"--save: {exc} (the verdict above is complete)") from None
+        typer.echo(f"kueuediag: warning: --save: {exc}", err=True)
+        return
+    typer.echo(f"kueuediag: saved what was collected to {written}", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,6 @@
 """Live mode: collect from a real cluster (and Prometheus), build the same Snapshot the engine reads.
 
-Core library, no CLI imports; `kubernetes` and `prometheus_api_client` are imported lazily inside the
+Core library, no CLI imports; `kubernetes` and `urllib3` (Prometheus) are imported lazily inside the
 functions that talk to them, so `--help` and snapshot-only runs never load them.
 
 Entry points for the CLI:

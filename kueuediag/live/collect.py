@@ -33,6 +33,7 @@ from kueuediag.live.kube import (
     VISIBILITY_GROUP,
     DeadlineExceeded,
     Forbidden,
+    GaveUp,
     KubeClient,
     KubeError,
     NotFound,
@@ -114,14 +115,19 @@ class Collector:
             self.unreachable = str(exc)
             report(what, f"not collected: {exc}")
         except Forbidden:
-            report(what, f"forbidden: need {need}")
+            report(what, forbidden(need))
         except NotFound as exc:
             self.note(what, f"not found ({exc.path})")
         except DeadlineExceeded:
             self.out_of_time = True
             report(what, "not collected: --timeout reached")
+        except GaveUp as exc:
+            report(what, f"not collected: HTTP {exc.status}, {exc.message}")
         except KubeError as exc:
-            report(what, f"HTTP {exc.status}{': ' + exc.message if exc.message else ''}")
+            if exc.status == 0:
+                report(what, f"not collected: {exc.message}")
+            else:
+                report(what, f"HTTP {exc.status}{': ' + exc.message if exc.message else ''}")
         return None
 
     def note(self, what: str, error: str) -> None:
@@ -187,7 +193,7 @@ class Collector:
                  api_version="scheduling.k8s.io/v1")
 
     def namespace_objects(self, ns: str) -> None:
-        self.attempt("namespaces (get)", f"get namespaces ({ns})",
+        self.attempt("namespaces (get)", "get namespaces",
                      lambda: self.add([_with_kind(self.client.get(resource_path("", "v1", "namespaces", None, ns)),
                                                   "Namespace", "v1")]))
         lq = self.kueue_path("LocalQueue", ns)
@@ -246,15 +252,15 @@ class Collector:
         if not (lq_path and wl_path) or not cq_names:
             return
         what = "cohort-wide usage (all namespaces)"
-        need = "list localqueues.kueue.x-k8s.io and workloads.kueue.x-k8s.io across all namespaces"
+        need = "list {}.kueue.x-k8s.io across all namespaces"
         self.options.say("listing Workloads of the cohort's ClusterQueues")
-        lqs = self.attempt(what, need, lambda: self.client.list_items(lq_path, kind="LocalQueue",
+        lqs = self.attempt(what, need.format("localqueues"), lambda: self.client.list_items(lq_path, kind="LocalQueue",
                                                                    api_version=self.api_version()))
         if lqs is None:
             return
         lq_cq = {((q.get("metadata") or {}).get("namespace"), (q.get("metadata") or {}).get("name")):
                  (q.get("spec") or {}).get("clusterQueue") for q in lqs}
-        wls = self.attempt(what, need, lambda: self.client.list_items(wl_path, kind="Workload",
+        wls = self.attempt(what, need.format("workloads"), lambda: self.client.list_items(wl_path, kind="Workload",
                                                                    api_version=self.api_version()))
         if wls is None:
             return
@@ -320,13 +326,13 @@ class Collector:
         api = f"{VISIBILITY_GROUP}/{version}"
         for cq in sorted(set(cluster_queues))[:MAX_VISIBILITY_QUEUES]:
             path = f"/apis/{api}/clusterqueues/{cq}/pendingworkloads"
-            doc = self.attempt(what, f"get clusterqueues/pendingworkloads (cluster queue {cq})",
+            doc = self.attempt(what, "get clusterqueues/pendingworkloads.visibility.kueue.x-k8s.io",
                                partial(self.client.get, path, [("limit", "1000")]))
             if doc is not None:
                 self.add([_summary(doc, api, cq, None, "ClusterQueue")])
         for ns, lq in sorted(set(local_queues))[:MAX_VISIBILITY_QUEUES]:
             path = f"/apis/{api}/namespaces/{ns}/localqueues/{lq}/pendingworkloads"
-            doc = self.attempt(what, f"get localqueues/pendingworkloads in {ns} (local queue {lq})",
+            doc = self.attempt(what, f"get localqueues/pendingworkloads.visibility.kueue.x-k8s.io in namespace {ns}",
                                partial(self.client.get, path, [("limit", "1000")]))
             if doc is not None:
                 self.add([_summary(doc, api, lq, ns, "LocalQueue")])
@@ -334,9 +340,9 @@ class Collector:
     def controller(self) -> None:
         ns = self.options.kueue_namespace
         self.options.say(f"reading the Kueue controller in {ns}")
-        pods = self.lst("controller status (list)", f"list pods and deployments in {ns}",
+        pods = self.lst("controller status (list)", f"list pods in namespace {ns}",
                         resource_path("", "v1", "pods", ns), kind="Pod", api_version="v1")
-        self.lst("controller status (list)", f"list pods and deployments in {ns}",
+        self.lst("controller status (list)", f"list deployments.apps in namespace {ns}",
                  resource_path("apps", "v1", "deployments", ns), kind="Deployment", api_version="apps/v1")
         for dep in self.of_kind("Deployment"):
             for c in ((((dep.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or ()):
@@ -362,7 +368,7 @@ class Collector:
                 continue
             path = resource_path("", "v1", "pods", ns, pname) + "/log"
             q = [("container", container), ("sinceSeconds", str(since))]
-            text = self.attempt("Kueue manager logs", f"get pods/log in {ns} ({pname})",
+            text = self.attempt("Kueue manager logs", f"get pods/log in namespace {ns}",
                                 partial(self.client.get_text, path, q, limit_bytes=MAX_LOG_BYTES))
             if text is not None:
                 self.logs[f"logs/{ns}/{pname}/{container}.log"] = text
@@ -376,6 +382,7 @@ class Collector:
             "kueueVersion": self.kueue_image_version,
             "kueueApiVersion": self.api_version(),
             "errors": list(self.errors),
+            "partial": bool(self.errors),
             "collector": {
                 "tool": "kueuediag",
                 "requests": self.client.stats.requests,
@@ -397,9 +404,11 @@ class Collector:
 
 # --- public entry points -----------------------------------------------------------------------------------
 def make_client(options: LiveOptions) -> KubeClient:
-    return KubeClient.from_kubeconfig(options.kubeconfig, options.context, impersonate_user=options.as_user,
-                                      impersonate_groups=options.as_groups, timeout=options.timeout,
-                                      request_timeout=options.request_timeout)
+    client = KubeClient.from_kubeconfig(options.kubeconfig, options.context, impersonate_user=options.as_user,
+                                        impersonate_groups=options.as_groups, timeout=options.timeout,
+                                        request_timeout=options.request_timeout)
+    client.deadline = min(client.deadline, options.started + options.timeout)  # both time.monotonic()
+    return client
 
 
 def collect(target: str, namespace: str | None, options: LiveOptions,
@@ -501,6 +510,18 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+def forbidden(need: str) -> str:
+    """The manifest error for a 403, naming the request and the RBAC rule that would allow it.
+
+    `need` is "VERB RESOURCE[ in namespace NS]" ("list jobs.batch in namespace team-a") →
+    "cannot list jobs.batch in namespace team-a (403): need get/list on jobs.batch".
+    """
+    verb, _, rest = need.partition(" ")
+    resource = rest.split(" ")[0] if rest else need
+    verbs = "get/list" if verb == "list" else verb
+    return f"cannot {need} (403): need {verbs} on {resource}"
+
+
 def _metrics(c: Collector, options: LiveOptions) -> None:
     if not options.prometheus_url:
         return

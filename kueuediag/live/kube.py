@@ -8,17 +8,19 @@ Guarantees:
 
 * **GET only.** Every request goes through :meth:`KubeClient._send`, which refuses any other method.
   Secrets are never requested (:meth:`KubeClient._send` refuses ``/secrets`` paths too).
-* **Bounded.** A per-request timeout, bounded retries with exponential backoff on 429/5xx and connection
-  errors (honouring ``Retry-After``), and one overall deadline; past it every call raises
+* **Bounded.** One overall deadline holds for every phase: the transport reads bodies in chunks against the
+  time left and a size cap (:mod:`kueuediag.live.bounded`), 429/5xx answers, truncated bodies and connection
+  errors are retried with exponential backoff until the deadline (a ``Retry-After`` longer than the time left
+  ends the retries at once instead of sleeping past it); past the deadline every call raises
   :class:`DeadlineExceeded` and the collector diagnoses with what it has.
-* **Paginated LISTs** (``limit``/``continue``), restarting from scratch once a ``continue`` token expires (410).
+* **Paginated LISTs** (``limit``/``continue``), restarting from scratch while time is left once a ``continue``
+  token expires (410).
 * **Accountable.** Every exchange lands in :attr:`KubeClient.log` (method, path, status, bytes, seconds) for
   ``--verbose`` and for tests that prove GET-only and bounded request counts.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import os
 import time
@@ -28,6 +30,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from kueuediag.errors import ClusterUnavailable, InputError
+from kueuediag.live.bounded import BodyTooLarge, backoff_delay, read_body, retry_after
 
 ALLOWED_METHODS = frozenset({"GET"})
 """GET covers get, list and watch; nothing else is ever sent."""
@@ -36,6 +39,12 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 KUEUE_VERSION_PREFERENCE = ("v1beta2", "v1beta1")
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
+CONNECT_RETRIES = 4
+"""connection failures (refused, reset, stalled body) are retried this often; 429/5xx until the deadline"""
+TRUNCATED_RETRIES = 3
+"""a body that is not JSON is fetched this many times in all (a proxy cutting answers is not transient)"""
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""The largest response accepted: a 500-item LIST page of pods, or 32 MiB of controller logs, fits."""
 
 
 class KubeError(Exception):
@@ -58,6 +67,10 @@ class NotFound(KubeError):
 
 class Expired(KubeError):
     """410 Gone: a LIST continue token (or watch resourceVersion) has expired."""
+
+
+class GaveUp(KubeError):
+    """429/5xx answers (or a ``Retry-After``) outlasted the time left: this request failed, later ones may not."""
 
 
 class DeadlineExceeded(Exception):
@@ -113,7 +126,7 @@ class KubeClient:
         *,
         timeout: float = 60.0,
         request_timeout: float = 15.0,
-        max_retries: int = 4,
+        max_retries: int | None = None,
         backoff: float = 0.25,
         max_backoff: float = 8.0,
         page_size: int = 500,
@@ -128,6 +141,7 @@ class KubeClient:
         self.deadline = clock() + timeout
         self.request_timeout = request_timeout
         self.max_retries = max_retries
+        """None: retry 429/5xx until the deadline and connection failures CONNECT_RETRIES times"""
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.page_size = page_size
@@ -181,17 +195,28 @@ class KubeClient:
                 resp = self._transport(method, path, query, min(self.request_timeout, left))
             except DeadlineExceeded:
                 raise
-            except Exception as exc:  # connection refused, reset, read timeout, TLS failure
+            except BodyTooLarge as exc:  # not transient: retrying would read the same huge answer again
+                self._record(method, shown, 0, exc.limit, start, attempt)
+                raise KubeError(0, shown, str(exc)) from None
+            except Exception as exc:  # connection refused, reset, read timeout, slow body, TLS failure
                 self._record(method, shown, 0, 0, start, attempt)
-                if attempt > self.max_retries:
-                    raise ClusterUnavailable(f"cannot reach the Kubernetes API ({shown}): {_short(exc)}") from None
-                self._backoff(attempt, None, shown)
+                unreachable = f"cannot reach the Kubernetes API ({shown}): {_short(exc)}"
+                limit = CONNECT_RETRIES if self.max_retries is None else self.max_retries
+                if attempt > limit or not self._backoff(attempt, None):
+                    raise ClusterUnavailable(unreachable) from None
                 continue
             self._record(method, shown, resp.status, len(resp.body), start, attempt)
-            if resp.status in RETRYABLE and attempt <= self.max_retries:
-                self._backoff(attempt, resp.headers, shown)
+            if resp.status in RETRYABLE and not self._out_of_retries(attempt):
+                if not self._backoff(attempt, resp.headers):
+                    asked = retry_after(resp.headers)
+                    wait = f"; the server asked to retry after {asked:g}s" if asked is not None else ""
+                    raise GaveUp(resp.status, shown, f"gave up after {attempt} attempt(s){wait}: waiting would "
+                                                     "cross the --timeout")
                 continue
             return resp
+
+    def _out_of_retries(self, attempt: int) -> bool:
+        return self.max_retries is not None and attempt > self.max_retries
 
     def _record(self, method: str, path: str, status: int, size: int, start: float, attempt: int) -> None:
         self.log.append(RequestRecord(method, path, status, size, round(self._clock() - start, 4), attempt))
@@ -203,15 +228,14 @@ class KubeClient:
         if status == 0 or status >= 400:
             self.stats.errors += 1
 
-    def _backoff(self, attempt: int, headers: Mapping[str, str] | None, path: str) -> None:
-        delay = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
-        retry_after = _retry_after(headers)
-        if retry_after is not None:
-            delay = max(delay, retry_after) if retry_after <= self.max_backoff * 4 else self.max_backoff * 4
-        left = self.remaining()
-        if delay >= left:
-            raise DeadlineExceeded(f"--timeout reached while backing off from GET {path}")
+    def _backoff(self, attempt: int, headers: Mapping[str, str] | None) -> bool:
+        """Sleep before the next attempt; False when the wait would cross the deadline (give up now)."""
+        asked = retry_after(headers)
+        delay = backoff_delay(attempt, base=self.backoff, cap=self.max_backoff, asked=asked, left=self.remaining())
+        if delay is None:
+            return False
         self._sleep(delay)
+        return True
 
     # --- typed helpers ------------------------------------------------------------------------------------
     def get_raw(self, path: str, query: list[tuple[str, str]] | None = None) -> Response:
@@ -221,9 +245,16 @@ class KubeClient:
         return resp
 
     def get(self, path: str, query: list[tuple[str, str]] | None = None) -> dict[str, Any]:
-        """GET one JSON document."""
-        resp = self.get_raw(path, query)
-        return _decode(resp.body, path)
+        """GET one JSON document; a body that is not JSON (cut off mid-way) is fetched again while time is left."""
+        attempt = 0
+        while True:
+            attempt += 1
+            resp = self.get_raw(path, query)
+            try:
+                return _decode(resp.body, path)
+            except KubeError:
+                if self._out_of_retries(attempt) or attempt >= TRUNCATED_RETRIES or not self._backoff(attempt, None):
+                    raise
 
     def get_text(self, path: str, query: list[tuple[str, str]] | None = None, limit_bytes: int = 0) -> str:
         """GET a text body (pod logs); `limit_bytes` is passed as the server-side limitBytes when set."""
@@ -240,9 +271,12 @@ class KubeClient:
         field_selector: str | None = None,
         kind: str | None = None,
         api_version: str | None = None,
-        max_restarts: int = 2,
+        max_restarts: int = 5,
     ) -> list[dict[str, Any]]:
-        """Paginated LIST; items get `kind`/`apiVersion` filled in (the API server omits them)."""
+        """Paginated LIST; items get `kind`/`apiVersion` filled in (the API server omits them).
+
+        A 410 on a continue token restarts the LIST from the first page (up to `max_restarts` times, and never
+        past the deadline: every page goes through the deadline check)."""
         restarts = 0
         while True:
             try:
@@ -365,28 +399,6 @@ def _error_for(resp: Response, path: str) -> KubeError:
     return cls(resp.status, path, message)
 
 
-def _retry_after(headers: Mapping[str, str] | None) -> float | None:
-    if not headers:
-        return None
-    value = None
-    for k, v in headers.items():
-        if k.lower() == "retry-after":
-            value = v
-            break
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text[:200]
@@ -457,15 +469,20 @@ def _impersonate(api_client: Any, user: str | None, groups: Sequence[str]) -> No
     api_client.param_serialize = with_identity
 
 
-def _kubernetes_transport(api_client: Any) -> Transport:
+def _kubernetes_transport(api_client: Any, max_body_bytes: int = MAX_BODY_BYTES) -> Transport:
     def send(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
         assert method in ALLOWED_METHODS, f"kueuediag is read-only: refusing {method} {path}"
+        deadline = time.monotonic() + timeout
         _m, url, headers, _body, _post = api_client.param_serialize(
             method=method, resource_path=path, query_params=query or None,
             header_params={"Accept": "application/json, */*"}, auth_settings=["BearerToken"],
         )
         resp = api_client.call_api(method, url, header_params=headers, _request_timeout=timeout)
-        body = resp.read() or b""
+        raw = getattr(resp, "response", None)  # the urllib3 response, body not read yet (preload_content=False)
+        if raw is not None:
+            body = read_body(raw, deadline=deadline, max_bytes=max_body_bytes)
+        else:  # pragma: no cover - older clients preload the body
+            body = resp.read() or b""
         hdrs = {str(k): str(v) for k, v in (resp.getheaders() or {}).items()}
         return Response(int(resp.status), hdrs, body if isinstance(body, bytes) else str(body).encode())
 

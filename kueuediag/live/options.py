@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -50,6 +51,9 @@ class LiveOptions:
     """live `why --save PATH`: also write what was collected (directory or .tar.gz)"""
     progress: Callable[[str], None] | None = None
     report: Callable[[str], None] | None = None
+    started: float = field(default_factory=time.monotonic)
+    """monotonic start of the run: `timeout` counts from here, so loading credentials and importing the
+    Kubernetes client spend the same budget as the requests"""
 
     def __post_init__(self) -> None:
         if isinstance(self.since, str):
@@ -69,6 +73,10 @@ class LiveOptions:
             self.prometheus_headers = {}
         if self.timeout <= 0:
             raise InputError(f"--timeout must be positive, got {self.timeout}")
+
+    def remaining(self) -> float:
+        """Seconds left of `timeout` (negative once it has passed)."""
+        return self.started + self.timeout - time.monotonic()
 
     def say(self, text: str) -> None:
         if self.progress is not None:

@@ -10,16 +10,22 @@ Layout::
 
 Objects are written as JSON: on a large cluster, dumping and loading YAML takes about 7× as long (the reader
 still accepts YAML, so `kubectl get -o yaml` folders and older snapshots keep working).
-Files are written with mode 0600 (directories 0700): a snapshot describes a cluster.
+Files are written with mode 0600 (directories 0700): a snapshot describes a cluster. Writes are atomic and
+safe in parallel: an archive is written to a temporary file with a unique name next to the target and renamed
+over it; a directory is filled under a unique temporary name and renamed into place, so a reader never sees a
+half-written snapshot and two writers never share a temporary file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import re
+import shutil
 import tarfile
+import tempfile
 import time
 from collections import defaultdict
 from datetime import date, datetime
@@ -92,20 +98,35 @@ def write_snapshot(raw: RawSnapshot, path: str | os.PathLike[str]) -> Path:
             p.parent.mkdir(parents=True, exist_ok=True)
             _write_tar(p, files)
         else:
-            if p.exists() and not p.is_dir():
-                raise InputError(f"{p}: exists and is not a directory (use a new directory or FILE.tar.gz)")
-            if p.exists() and any(p.iterdir()):
-                raise InputError(f"{p}: directory is not empty (refusing to mix snapshots)")
-            p.mkdir(parents=True, exist_ok=True, mode=0o700)
-            for rel, data in files.items():
-                target = p / rel
-                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
+            _write_dir(p, files)
     except OSError as exc:
         raise InputError(f"{p}: cannot write snapshot: {exc.strerror or exc}") from None
     return p
+
+
+def _write_dir(p: Path, files: dict[str, bytes]) -> None:
+    if p.exists() and not p.is_dir():
+        raise InputError(f"{p}: exists and is not a directory (use a new directory or FILE.tar.gz)")
+    if p.exists() and any(p.iterdir()):
+        raise InputError(f"{p}: directory is not empty (refusing to mix snapshots)")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=p.parent, prefix=f".{p.name}.", suffix=".partial"))  # mode 0700
+    try:
+        for rel, data in files.items():
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        try:
+            os.rename(tmp, p)  # replaces an empty directory; fails if another writer got there first
+        except OSError:
+            if p.exists() and any(p.iterdir()):
+                raise InputError(f"{p}: directory is not empty (another snapshot was written there)") from None
+            raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _write_tar(p: Path, files: dict[str, bytes]) -> None:
@@ -113,14 +134,20 @@ def _write_tar(p: Path, files: dict[str, bytes]) -> None:
     top = _safe(top) or "snapshot"
     if top in ("objects", "metrics", "logs"):  # the reader would take these for the snapshot's own folders
         top = f"snapshot-{top}"
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory (an archive name must be a file)")
     now = int(time.time())
-    tmp = p.with_name(p.name + ".partial")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz") as tf:
-        for rel, data in files.items():
-            info = tarfile.TarInfo(f"{top}/{rel}")
-            info.size = len(data)
-            info.mtime = now
-            info.mode = 0o600
-            tf.addfile(info, io.BytesIO(data))
-    os.replace(tmp, p)
+    fd, tmp_name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".partial")  # unique, mode 0600
+    try:
+        with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz") as tf:
+            for rel, data in files.items():
+                info = tarfile.TarInfo(f"{top}/{rel}")
+                info.size = len(data)
+                info.mtime = now
+                info.mode = 0o600
+                tf.addfile(info, io.BytesIO(data))
+        os.replace(tmp_name, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise

@@ -82,8 +82,10 @@ def controller_owner(obj: dict[str, Any]) -> dict[str, Any] | None:
 def container_requests(container: dict[str, Any], where: str = "") -> dict[str, Decimal]:
     """A container's requests; a limit without a request counts as the request (API defaulting)."""
     res = container.get("resources") or {}
-    requests = parse_resource_list(res.get("requests"), where)
-    for name, qty in parse_resource_list(res.get("limits"), where).items():
+    field = f"containers[{container.get('name') or '?'}].resources"
+    at = f"{where}: {field}" if where else field
+    requests = parse_resource_list(res.get("requests"), f"{at}.requests")
+    for name, qty in parse_resource_list(res.get("limits"), f"{at}.limits").items():
         requests.setdefault(name, qty)
     return requests
 

@@ -27,7 +27,7 @@ from kueuediag.snapshot.k8s import (
     pod_spec_requests,
     pod_view,
 )
-from kueuediag.snapshot.model import Snapshot, malformed
+from kueuediag.snapshot.model import Snapshot, as_malformed, malformed
 from kueuediag.timeutil import parse_time_lenient
 
 V = TypeVar("V")
@@ -481,8 +481,8 @@ def guarded(build: Callable[[dict[str, Any]], V]) -> Callable[[dict[str, Any]], 
     def wrapper(obj: dict[str, Any]) -> V:
         try:
             return build(obj)
-        except InputError:
-            raise
+        except InputError as exc:
+            raise as_malformed(obj, exc) from None
         except (TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
             raise malformed(obj, exc) from None
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
-from kueuediag.errors import InputError
+from kueuediag.errors import InputError, MalformedObject
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.timeutil import parse_time, parse_time_lenient
 
@@ -104,6 +104,8 @@ class Manifest:
     """`snapshot --for TARGET`: the target the snapshot was taken for (`why --from` diagnoses it by default)"""
     target_namespace: str | None = None
     redacted: bool = False
+    partial: bool = False
+    """Some parts could not be collected (`errors` says which): a warning, never a load failure."""
 
 
 def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
@@ -275,7 +277,26 @@ def malformed(obj: dict[str, Any], exc: Exception) -> InputError:
     raw_meta = obj.get("metadata")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     where = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
-    return InputError(f"{obj.get('kind')} {where}: malformed object ({type(exc).__name__}: {exc})")
+    return MalformedObject(f"{obj.get('kind')} {where}: malformed object ({type(exc).__name__}: {exc})",
+                           *_identity(obj))
+
+
+def _identity(obj: dict[str, Any]) -> tuple[str, str | None, str]:
+    """(kind, namespace, name) of a possibly malformed object."""
+    raw_meta = obj.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    ns = meta.get("namespace")
+    return str(obj.get("kind") or "?"), str(ns) if ns else None, str(meta.get("name") or "?")
+
+
+def as_malformed(obj: dict[str, Any], exc: InputError) -> MalformedObject:
+    """`exc` (raised while reading `obj`) tagged with the object's identity, prefixed with it when missing."""
+    if isinstance(exc, MalformedObject):
+        return exc
+    kind, ns, name = _identity(obj)
+    text = str(exc)
+    where = f"{kind} {ns + '/' if ns else ''}{name}"
+    return MalformedObject(text if text.startswith(where) else f"{where}: {text}", kind, ns, name)
 
 
 def _shape_error(obj: dict[str, Any], path: str, type_name: str, value: Any) -> None:
@@ -283,7 +304,8 @@ def _shape_error(obj: dict[str, Any], path: str, type_name: str, value: Any) -> 
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     where = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
     shown = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
-    raise InputError(f"{obj['kind']} {where}: {path} must be a {_NAMES[type_name]}, got {shown}")
+    raise MalformedObject(f"{obj['kind']} {where}: {path} must be a {_NAMES[type_name]}, got {shown}",
+                          *_identity(obj))
 
 
 _NAMES = {"dict": "mapping", "list": "list", "int": "whole number", "str": "string"}
@@ -365,6 +387,7 @@ def _manifest(raw: RawSnapshot) -> Manifest:
         target_namespace=str(recorded["namespace"]) if isinstance(recorded, dict) and recorded.get("namespace")
         else None,
         redacted=m.get("redacted") is True,
+        partial=m.get("partial") is True or bool(errors),
     )
 
 

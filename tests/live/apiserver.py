@@ -7,8 +7,9 @@
   exists, !exists) and ``fieldSelector`` (=, ==, != on dotted paths such as ``spec.nodeName``);
 * the visibility API (stored PendingWorkloadsSummary objects, or computed from pending Workloads);
 * pod logs ``/api/v1/namespaces/{ns}/pods/{pod}/log?container=&sinceSeconds=`` from the fixture's logs/;
-* bearer-token auth (401 otherwise) and injectable faults (403/404/410/429/500, with Retry-After, for the
-  first N matching requests);
+* bearer-token auth (401 otherwise) and injectable faults (403/404/410/429/500/503, with Retry-After, for the
+  first N matching requests), plus faults in how the real answer is delivered: a slow drip (one byte every
+  `drip` seconds) and a truncated body (the first `truncate` bytes, framed as a complete response);
 * every request is recorded (method, path, query, status) so tests can prove GET-only and count requests.
 """
 
@@ -19,6 +20,7 @@ import json
 import re
 import socket
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,14 +56,24 @@ KUEUE_KINDS: list[tuple[str, str, bool]] = [
 
 @dataclass
 class Fault:
-    """Answer `status` to the first `times` GETs whose path (and optional query substring) match."""
+    """Answer `status` to the first `times` GETs whose path (and optional query substring) match.
+
+    With `drip` or `truncate` set, the real answer is served instead (status 200 and the true body), delivered
+    one byte every `drip` seconds, or cut to its first `truncate` bytes.
+    """
 
     path: str
-    status: int
+    status: int = 200
     times: int = 1_000_000
     query: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     hits: int = 0
+    drip: float = 0.0
+    truncate: int | None = None
+
+    @property
+    def delivery(self) -> bool:
+        return self.drip > 0 or self.truncate is not None
 
     def matches(self, path: str, query: str) -> bool:
         return bool(re.search(self.path, path)) and (self.query is None or self.query in query) and \
@@ -96,24 +108,32 @@ class FakeCluster:
                     self.resources.append(("kueue.x-k8s.io", v, kind, plural, namespaced))
 
     # --- routing ----------------------------------------------------------------------------------------
-    def handle(self, method: str, raw_path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    def handle(self, method: str, raw_path: str,
+               headers: dict[str, str]) -> tuple[int, dict[str, str], bytes, Fault | None]:
         parts = urlsplit(raw_path)
         path, query_text = parts.path, parts.query
         query = dict(parse_qsl(query_text, keep_blank_values=True))
-        status, hdrs, body = self._route(method, path, query, query_text, headers)
+        delivery = None
+        with self.lock:
+            for fault in self.faults:
+                if fault.delivery and fault.matches(path, query_text):
+                    fault.hits += 1
+                    delivery = fault
+                    break
+        status, hdrs, body = self._route(method, path, query, query_text, headers, delivery is not None)
         with self.lock:
             self.requests.append(Recorded(method, path, query, status))
-        return status, hdrs, body
+        return status, hdrs, body, delivery
 
     def _route(self, method: str, path: str, query: dict[str, str], query_text: str,
-               headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+               headers: dict[str, str], delivered: bool = False) -> tuple[int, dict[str, str], bytes]:
         if headers.get("authorization") != f"Bearer {TOKEN}":
             return _status(401, "Unauthorized")
         if method != "GET":
             return _status(405, f"method {method} not allowed by this test server")
         with self.lock:
-            for fault in self.faults:
-                if fault.matches(path, query_text):
+            for fault in self.faults if not delivered else ():
+                if not fault.delivery and fault.matches(path, query_text):
                     fault.hits += 1
                     s, h, b = _status(fault.status, f"injected {fault.status}")
                     return s, {**h, **fault.headers}, b
@@ -360,7 +380,8 @@ def _json(doc: dict[str, Any], status: int = 200) -> tuple[int, dict[str, str], 
 
 def _status(code: int, message: str) -> tuple[int, dict[str, str], bytes]:
     reason = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 410: "Expired", 429: "TooManyRequests",
-              500: "InternalError", 405: "MethodNotAllowed", 400: "BadRequest"}.get(code, "Unknown")
+              500: "InternalError", 503: "ServiceUnavailable", 405: "MethodNotAllowed",
+              400: "BadRequest"}.get(code, "Unknown")
     if code == 403:
         message = f"forbidden: User \"researcher\" cannot list resource ({message})"
     return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -380,13 +401,26 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(headers.get("content-length") or 0)
         if length:
             self.rfile.read(length)
-        status, hdrs, body = self.server.cluster.handle(self.command, self.path, headers)  # type: ignore[attr-defined]
+        status, hdrs, body, delivery = self.server.cluster.handle(  # type: ignore[attr-defined]
+            self.command, self.path, headers)
+        if delivery is not None and delivery.truncate is not None:
+            body = body[:delivery.truncate]
         self.send_response(status)
         for k, v in hdrs.items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if delivery is None or not delivery.drip:
+            self.wfile.write(body)
+            return
+        self.close_connection = True
+        try:  # one byte at a time until the client gives up (or, at most, ten minutes)
+            for i in range(min(len(body), int(600 / delivery.drip))):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                time.sleep(delivery.drip)
+        except OSError:
+            return
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any  # noqa: N815
 

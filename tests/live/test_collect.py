@@ -93,8 +93,9 @@ def test_forbidden_nodes_skip_node_checks_rest_runs(api_server: ServerFactory, t
     with api_server() as srv:
         srv.cluster.faults.append(Fault(path=r"^/api/v1/nodes$", status=403))
         snap = live_snapshot_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path))
-    assert ("nodes (list)", "forbidden: need list nodes") in snap.manifest.errors
-    assert snap.part_unavailable(Part.NODES) == "not collected (nodes (list): forbidden: need list nodes)"
+    assert ("nodes (list)", "cannot list nodes (403): need get/list on nodes") in snap.manifest.errors
+    assert snap.part_unavailable(Part.NODES) == \
+        "not collected (nodes (list): cannot list nodes (403): need get/list on nodes)"
     assert snap.part_unavailable(Part.PODS) is None
     assert snap.part_unavailable(Part.WORKLOADS) is None
     verdict = diagnose(snap, resolve(snap, "job/llm-finetune", "team-a"), discover(), Settings())
@@ -102,8 +103,8 @@ def test_forbidden_nodes_skip_node_checks_rest_runs(api_server: ServerFactory, t
     node_checks = [c for c in discover() if Part.NODES in c.requires]
     for run in verdict.runs:
         if run.code in {c.code for c in node_checks}:
-            assert run.outcome is Outcome.SKIPPED and "need list nodes" in (run.reason or "")
-    assert "nodes (list): forbidden: need list nodes" in verdict.snapshot_errors
+            assert run.outcome is Outcome.SKIPPED and "need get/list on nodes" in (run.reason or "")
+    assert "nodes (list): cannot list nodes (403): need get/list on nodes" in verdict.snapshot_errors
 
 
 RESEARCHER_FORBIDDEN = [
@@ -123,10 +124,12 @@ def test_researcher_with_namespace_read_only(api_server: ServerFactory, tmp_path
         snap = live_snapshot_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path))
         requests = list(srv.cluster.requests)
     errors = dict(snap.manifest.errors)
-    assert errors["clusterqueues (list)"] == "forbidden: need list clusterqueues.kueue.x-k8s.io"
-    assert errors["nodes (list)"] == "forbidden: need list nodes"
-    assert errors["controller status (list)"] == \
-        "forbidden: need list pods and deployments in kueue-system"
+    assert errors["clusterqueues (list)"] == \
+        "cannot list clusterqueues.kueue.x-k8s.io (403): need get/list on clusterqueues.kueue.x-k8s.io"
+    assert errors["nodes (list)"] == "cannot list nodes (403): need get/list on nodes"
+    assert {e for w, e in snap.manifest.errors if w == "controller status (list)"} == {
+        "cannot list pods in namespace kueue-system (403): need get/list on pods",
+        "cannot list deployments.apps in namespace kueue-system (403): need get/list on deployments.apps"}
     assert "cohort-wide usage (all namespaces)" in errors
     # namespace data still there: the Workload, its Job, the LocalQueue and the LocalQueue's positions
     assert snap.get("LocalQueue", "team-a-queue", "team-a") is not None
@@ -138,7 +141,7 @@ def test_researcher_with_namespace_read_only(api_server: ServerFactory, tmp_path
     assert target.workload is not None
     verdict = diagnose(snap, target, discover(), Settings())
     assert verdict.workload.name == target.workload.name and verdict.workload.state == "pending"
-    assert any(r.outcome is Outcome.SKIPPED and "forbidden" in (r.reason or "") for r in verdict.runs)
+    assert any(r.outcome is Outcome.SKIPPED and "(403)" in (r.reason or "") for r in verdict.runs)
     # still a useful verdict: Kueue's own message, classified, with the LocalQueue position from the visibility API
     assert verdict.cause == "waiting-for-quota"
     top = verdict.findings[0].finding
