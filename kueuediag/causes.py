@@ -15,6 +15,7 @@ Each cause has a *layer* (submission, kueue, kubernetes) and a *tier* used by th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -242,5 +243,25 @@ def cause(slug: str) -> Cause:
 
 
 def all_causes() -> tuple[Cause, ...]:
-    """Every cause known to this process: the built-in catalog (plugins register theirs in step with it)."""
-    return CAUSES
+    """Every cause known to this process: the built-in catalog, then the causes plugins registered."""
+    return tuple(BY_SLUG.values())
+
+
+_SLUG = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+
+
+def register_cause(c: Cause) -> None:
+    """Add a plugin's cause to the catalog (idempotent for the same entry).
+
+    Raises ValueError when the slug is malformed, has no owner, or is taken by another entry (a plugin can
+    never redefine a built-in cause or another plugin's).
+    """
+    if not _SLUG.fullmatch(c.slug):
+        raise ValueError(f"cause {c.slug!r} is not a slug (lowercase words joined by '-')")
+    if not c.owner:
+        raise ValueError(f"cause {c.slug!r} names no owning check")
+    known = BY_SLUG.get(c.slug)
+    if known is not None and known != c:
+        who = "a built-in cause" if known in CAUSES else f"already registered by {known.owner}"
+        raise ValueError(f"cause {c.slug!r} clashes with {who}")
+    BY_SLUG[c.slug] = c

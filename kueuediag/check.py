@@ -6,7 +6,12 @@ A check is one class in one module with class-level metadata and a pure `run(sna
 * ``name``      – a slug (``queue-existence``);
 * ``requires``  – snapshot parts it reads; the engine skips the check with a reason when one is missing;
 * ``needs_workload`` – whether it needs a resolved Workload (False for cluster-wide checks);
-* ``default_severity`` and ``options`` (defaults of its tunables, overridable by configuration).
+* ``default_severity`` and ``options`` (defaults of its tunables, overridable by configuration);
+* ``causes``    – a plugin's own catalog entries (this check becomes their owner) and ``docs_url``, where its
+  documentation lives (built-ins are documented under docs/checks/).
+
+Codes are a prefix of 2-4 capital letters and 3 digits. ``KD`` belongs to kueuediag's built-in checks; a
+third-party package picks its own prefix (``XY123``) and the registry rejects clashes.
 
 The class docstring *is* the documentation page, with the sections listed in ``DOC_SECTIONS``.
 """
@@ -18,8 +23,10 @@ import re
 import textwrap
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
+from kueuediag.causes import Cause, register_cause
 from kueuediag.causes import cause as lookup_cause
 from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, ObjectRef, Severity
 from kueuediag.snapshot.model import Part, Snapshot
@@ -51,6 +58,8 @@ class Check(ABC):
     needs_workload: ClassVar[bool] = True
     default_severity: ClassVar[Severity] = Severity.MEDIUM
     options: ClassVar[Mapping[str, Any]] = {}
+    causes: ClassVar[tuple[Cause, ...]] = ()
+    docs_url: ClassVar[str | None] = None
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         merged = dict(self.options)
@@ -62,7 +71,22 @@ class Check(ABC):
 
     @classmethod
     def family(cls) -> str:
+        if cls.prefix() != BUILTIN_PREFIX:
+            return cls.prefix().lower()
         return FAMILIES.get(cls.code[2:3], "other")
+
+    @classmethod
+    def register_causes(cls) -> None:
+        """Add this check's own causes (a plugin's catalog entries) to the catalog, owned by this check."""
+        for c in cls.causes:
+            if c.owner and c.owner != cls.code:
+                raise ValueError(f"{cls.code}: cause {c.slug!r} names another owner ({c.owner})")
+            register_cause(replace(c, owner=cls.code))
+
+    @classmethod
+    def prefix(cls) -> str:
+        """The code's letters: ``KD`` for built-ins, a plugin's own otherwise."""
+        return cls.code.rstrip("0123456789")
 
     @abstractmethod
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult | list[Finding]:
@@ -101,7 +125,7 @@ class Check(ABC):
             confidence=confidence,
             evidence=tuple(evidence),
             remediation=tuple(remediation) if remediation is not None else (c.remediation,),
-            docs=f"{DOCS_BASE}/{self.code}.md",
+            docs=self.docs_url or f"{DOCS_BASE}/{self.code}.md",
             about_target=about_target,
             data=dict(data or {}),
         )
@@ -203,7 +227,8 @@ def ev(
     return Evidence(source=source, ref=ref, field=field, observed=observed, expected=expected)
 
 
-_CODE = re.compile(r"^KD\d{3}$")
+_CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")
+BUILTIN_PREFIX = "KD"
 
 
 def validate_check_class(cls: type[Check]) -> None:
@@ -212,7 +237,7 @@ def validate_check_class(cls: type[Check]) -> None:
         if not isinstance(getattr(cls, attr, None), str):
             raise ValueError(f"{cls.__module__}.{cls.__name__}: missing class attribute {attr!r}")
     if not _CODE.match(cls.code):
-        raise ValueError(f"{cls.__name__}: code {cls.code!r} is not KD + 3 digits")
+        raise ValueError(f"{cls.__name__}: code {cls.code!r} is not 2-4 capital letters + 3 digits (e.g. XY123)")
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", cls.name):
         raise ValueError(f"{cls.__name__}: name {cls.name!r} is not a slug")
     missing = [s for s in DOC_SECTIONS if s not in cls.doc()]

@@ -44,7 +44,8 @@ def cause_page(slug: str) -> str:
     c = BY_SLUG[slug]
     return "\n".join([
         f"# cause `{c.slug}`: {c.title}", "",
-        f"- Layer: {c.layer.value}", f"- Ranking tier: {c.tier.value}", f"- Owning check: {c.owner}", "",
+        f"- Layer: {c.layer.value}", f"- Ranking tier: {c.tier.value}", f"- Owning check: {c.owner}",
+        *([f"- Documentation: {c.docs}"] if c.docs else []), "",
         "## What it means", "", c.description, "", "## What to do", "", c.remediation, "",
     ])
 

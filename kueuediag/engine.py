@@ -53,6 +53,11 @@ def matches(selector: str, cls: type[Check]) -> bool:
 def select_checks(classes: Sequence[type[Check]], settings: Settings) -> list[Check]:
     chosen = []
     known = {c.code for c in classes}
+    for cls in classes:
+        try:
+            cls.register_causes()  # a plugin class handed in directly (tests, kueuediag.testing)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     for sel in settings.select + settings.ignore + list(settings.severity):
         if not any(matches(sel, c) for c in classes) and sel not in BY_SLUG:
             raise InputError(f"unknown check, family or cause {sel!r} in select/ignore/severity")

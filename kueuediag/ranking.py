@@ -17,7 +17,7 @@ from __future__ import annotations
 from kueuediag.causes import BY_SLUG, CAUSES, TIER_ORDER, Tier
 from kueuediag.models import Finding, Layer, RankedFinding, Severity
 
-_CATALOG_POS = {c.slug: i for i, c in enumerate(CAUSES)}
+_CATALOG_POS = {c.slug: i for i, c in enumerate(CAUSES)}  # plugin causes sort after the built-in ones
 
 
 def sort_key(f: Finding) -> tuple[int, int, int, int, int, str]:
@@ -26,7 +26,8 @@ def sort_key(f: Finding) -> tuple[int, int, int, int, int, str]:
     # Info-level findings never outrank real ones in a lower tier: they are observations, not causes.
     if f.severity is Severity.INFO and c.tier is not Tier.NONE:
         tier = TIER_ORDER[Tier.CONTEXT]
-    return (0 if f.about_target else 1, tier, -int(f.severity), -int(f.confidence), _CATALOG_POS[f.cause], f.code)
+    pos = _CATALOG_POS.get(f.cause, len(_CATALOG_POS))
+    return (0 if f.about_target else 1, tier, -int(f.severity), -int(f.confidence), pos, f.code)
 
 
 def rank(findings: list[Finding]) -> list[RankedFinding]:

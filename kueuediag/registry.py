@@ -4,21 +4,48 @@ An entry point may name a Check subclass or a callable returning an iterable of 
 checks are published the same way (`builtin = kueuediag_checks:builtin_checks`), so plugins and built-ins take
 one route. When kueuediag runs from a source tree without installed metadata, the built-ins are imported
 directly.
+
+Plugins are first-class but cannot break the diagnosis: a plugin that fails to import or breaks the contract
+(bad code, a prefix another package uses, a cause that clashes with the catalog) is left out and reported as a
+:class:`PluginError` (on stderr by `why`, with its error by `kueuediag checks`); every other check still runs.
+A plugin registers its own causes (`Check.causes`) and owns them. The code prefix ``KD`` is reserved for the
+built-ins; two packages may not share a prefix.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib.metadata import entry_points
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from kueuediag.check import Check, validate_check_class
-from kueuediag.errors import InputError
+from kueuediag.check import BUILTIN_PREFIX, Check, validate_check_class
 
 GROUP = "kueuediag.checks"
+BUILTIN_MODULE = "kueuediag_checks"
 
 
-def _expand(obj: Any, origin: str) -> list[type[Check]]:
+@dataclass(frozen=True)
+class PluginError:
+    """A plugin (entry point) that was left out, and why."""
+
+    name: str
+    value: str
+    error: str
+
+    def __str__(self) -> str:
+        return f"check plugin {self.name} ({self.value}) left out: {self.error}"
+
+
+@dataclass
+class Discovery:
+    """The checks that will run, and the plugins that could not be loaded."""
+
+    classes: list[type[Check]] = field(default_factory=list)
+    errors: list[PluginError] = field(default_factory=list)
+
+
+def _expand(obj: Any) -> list[type[Check]]:
     if isinstance(obj, type) and issubclass(obj, Check):
         return [obj]
     if callable(obj):
@@ -27,31 +54,68 @@ def _expand(obj: Any, origin: str) -> list[type[Check]]:
             out = []
             for item in produced:
                 if not (isinstance(item, type) and issubclass(item, Check)):
-                    raise InputError(f"check plugin {origin}: {item!r} is not a Check subclass")
+                    raise ValueError(f"{item!r} is not a Check subclass")
                 out.append(item)
             return out
-    raise InputError(f"check plugin {origin}: must be a Check subclass or a callable returning them")
+    raise ValueError("must be a Check subclass or a callable returning them")
+
+
+def _is_builtin(cls: type[Check]) -> bool:
+    return cls.__module__.split(".")[0] == BUILTIN_MODULE
+
+
+def _admit(cls: type[Check], dist: str, by_code: dict[str, type[Check]], prefixes: dict[str, str]) -> None:
+    """Validate one class against the contract and what is already registered; register its causes."""
+    validate_check_class(cls)
+    builtin = _is_builtin(cls)
+    prefix = cls.prefix()
+    if prefix == BUILTIN_PREFIX and not builtin:
+        raise ValueError(f"{cls.code}: the prefix {BUILTIN_PREFIX} is reserved for kueuediag's built-in checks")
+    owner_dist = prefixes.setdefault(prefix, dist)
+    if owner_dist != dist:
+        raise ValueError(f"{cls.code}: prefix {prefix} is already used by {owner_dist}")
+    other = by_code.get(cls.code)
+    if other is not None and other is not cls:
+        raise ValueError(f"duplicate check code {cls.code}: {other.__module__} and {cls.__module__}")
+    cls.register_causes()
+    by_code[cls.code] = cls
+
+
+def discover_all(builtin_only: bool = False) -> Discovery:
+    """All check classes, ordered by code, plus the plugins left out with their error."""
+    found = Discovery()
+    by_code: dict[str, type[Check]] = {}
+    prefixes: dict[str, str] = {}
+    eps: list[EntryPoint] = [] if builtin_only else list(entry_points(group=GROUP))
+    if builtin_only or not any(ep.value.startswith(BUILTIN_MODULE) for ep in eps):
+        from kueuediag_checks import builtin_checks
+
+        for cls in builtin_checks():
+            _admit(cls, "kueuediag", by_code, prefixes)
+    for ep in eps:
+        dist = ep.dist.name if ep.dist is not None else ep.value.split(":")[0]
+        try:
+            classes = _expand(ep.load())
+        except Exception as exc:  # a broken plugin must not hide the other checks
+            found.errors.append(PluginError(ep.name, ep.value, f"failed to load: {type(exc).__name__}: {exc}"))
+            continue
+        admitted = dict(by_code)
+        try:
+            for cls in classes:
+                _admit(cls, dist, admitted, prefixes)
+        except ValueError as exc:
+            found.errors.append(PluginError(ep.name, ep.value, str(exc)))
+            continue
+        by_code = admitted
+    found.classes = [by_code[c] for c in sorted(by_code)]
+    return found
 
 
 def discover() -> list[type[Check]]:
-    """All check classes, ordered by code. Raises InputError on broken plugins or duplicate codes."""
-    classes: list[type[Check]] = []
-    eps = list(entry_points(group=GROUP))
-    if not any(ep.value.startswith("kueuediag_checks") for ep in eps):
-        from kueuediag_checks import builtin_checks
+    """The checks that will run: built-ins and every plugin that loads (see `discover_all` for the rest)."""
+    return discover_all().classes
 
-        classes.extend(builtin_checks())
-    for ep in eps:
-        try:
-            loaded = ep.load()
-        except Exception as exc:  # a broken third-party plugin must not hide the built-ins' message
-            raise InputError(f"check plugin {ep.name} ({ep.value}) failed to load: {exc}") from None
-        classes.extend(_expand(loaded, f"{ep.name} ({ep.value})"))
-    by_code: dict[str, type[Check]] = {}
-    for cls in classes:
-        validate_check_class(cls)
-        other = by_code.get(cls.code)
-        if other is not None and other is not cls:
-            raise InputError(f"duplicate check code {cls.code}: {other.__module__} and {cls.__module__}")
-        by_code[cls.code] = cls
-    return [by_code[c] for c in sorted(by_code)]
+
+def builtin() -> list[type[Check]]:
+    """Only kueuediag's own checks: what its tests run, so an installed plugin cannot change their results."""
+    return discover_all(builtin_only=True).classes

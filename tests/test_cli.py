@@ -139,3 +139,24 @@ def test_snapshot_path_does_not_import_kubernetes() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "HEAVY=\n" in out.stdout + "\n"
+
+
+def test_process_exit_skips_teardown_but_keeps_output_and_exit_codes(tmp_path: Path) -> None:
+    """The console entry ends the process without freeing the object graph: stdout must still be complete,
+    stderr flushed, and every documented exit code kept."""
+    import json as _json
+
+    kd = [sys.executable, "-m", "kueuediag"]
+    ok = subprocess.run([*kd, "demo", "healthy", "-o", "json"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert _json.loads(ok.stdout)["verdict"]["cause"] == "not-pending"  # the whole document arrived
+    gate = subprocess.run([*kd, "why", "job/vit-h14-finetune-e3", "-n", "team-vision", "--from",
+                           "example:stuck-preemption-target", "--fail-on", "high", "-o", "json"],
+                          capture_output=True, text=True)
+    assert gate.returncode == 1 and _json.loads(gate.stdout)["verdict"]["cause"] == "stuck-preemption-target"
+    missing = subprocess.run([*kd, "why", "job/no-such-job", "-n", "team-bio", "--from", "example:healthy"],
+                             capture_output=True, text=True)
+    assert missing.returncode == 3 and missing.stderr.startswith("kueuediag: error:"), missing.stderr
+    bad = subprocess.run([*kd, "why", "job/x", "--from", str(tmp_path / "absent.tar.gz")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr

@@ -14,7 +14,7 @@ from kueuediag.causes import BY_SLUG
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.models import Outcome
-from kueuediag.registry import discover
+from kueuediag.registry import builtin
 from kueuediag.snapshot.kueue import workloads
 from kueuediag.snapshot.model import load_snapshot
 from kueuediag.target import resolve
@@ -27,7 +27,7 @@ SNAPSHOTS = sorted([p for p in (FIX / "snapshots").iterdir() if p.is_dir()]
 @pytest.mark.parametrize("path", SNAPSHOTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_target_gets_a_verdict_without_errors(path: Path) -> None:
     snap = load_snapshot(str(path))
-    classes = discover()
+    classes = builtin()
     targets = [(f"workload/{w.name}", w.namespace) for w in workloads(snap)]
     for kind in ("Job", "JobSet", "Pod"):
         targets += [(f"{kind.lower()}/{o['metadata']['name']}", o["metadata"].get("namespace"))

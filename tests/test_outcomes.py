@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kueuediag_checks import builtin_checks
 from typer.testing import CliRunner
 
 from kueuediag.causes import CAUSES
@@ -22,13 +21,14 @@ from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.errors import ExitCode
 from kueuediag.models import Outcome, Verdict
+from kueuediag.registry import builtin
 from kueuediag.snapshot.model import load_snapshot
 from kueuediag.target import resolve
 from kueuediag.timeutil import parse_time
 
 from .case_runner import FIXTURES, load_cases
 
-BUILTIN = builtin_checks()
+BUILTIN = builtin()
 TARGETS = sorted({(c.snapshot, c.target, c.namespace, c.now) for c in load_cases()}, key=str)
 
 

@@ -23,7 +23,7 @@ import pytest
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.models import Contribution, Finding, Layer, Outcome, Verdict
-from kueuediag.registry import discover
+from kueuediag.registry import builtin
 from kueuediag.snapshot.model import load_snapshot
 from kueuediag.target import resolve
 
@@ -36,7 +36,7 @@ EXAMPLES = ROOT / "kueuediag" / "data" / "examples"
 def verdict_for(path: str, target: str, namespace: str) -> Verdict:
     snap = load_snapshot(path)
     t = resolve(snap, target, namespace)
-    return diagnose(snap, t, discover(), Settings())
+    return diagnose(snap, t, builtin(), Settings())
 
 
 def contributions(v: Verdict, code: str) -> list[Contribution]:
@@ -571,6 +571,6 @@ def test_stall_is_found_after_a_regular_admission_period() -> None:
         out.append(line)
     raw.metrics["metrics/kueue.om"] = "\n".join(out) + "\n"
     snap = Snapshot(raw)
-    v = diagnose(snap, resolve(snap, "job/vit-h14-finetune-e3", "team-vision"), discover(), Settings())
+    v = diagnose(snap, resolve(snap, "job/vit-h14-finetune-e3", "team-vision"), builtin(), Settings())
     rate = findings(v, code="KD301")
     assert rate and rate[0].cause == "stuck-preemption-target", describe(v)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from kueuediag.cli import options as opt
-from kueuediag.cli.common import handle_errors, settings_from_flags, terminal_style
+from kueuediag.cli.common import handle_errors, retain_until_exit, settings_from_flags, terminal_style
 from kueuediag.errors import ExitCode, InputError, KueuediagError, SaveFailed
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def diagnose_and_print(
     from kueuediag.engine import diagnose
     from kueuediag.examples import resolve_source
     from kueuediag.models import Severity
-    from kueuediag.registry import discover
+    from kueuediag.registry import discover_all
     from kueuediag.render import render, verdict_line
     from kueuediag.snapshot.model import Snapshot, load_snapshot
     from kueuediag.target import resolve
@@ -77,7 +77,10 @@ def diagnose_and_print(
     moment = parse_time(now) if now else None
     # Load the checks (and their imports) before collecting: `--timeout` bounds the whole run, so nothing slow
     # may be left for after the deadline.
-    classes = discover()
+    found = discover_all()
+    for err in found.errors:  # a broken plugin is left out; every other check runs
+        typer.echo(f"kueuediag: warning: {err}", err=True)
+    classes = found.classes
     t0 = time.perf_counter()
     raw: RawSnapshot | None = None
     if source:
@@ -103,6 +106,7 @@ def diagnose_and_print(
         typer.echo(f"kueuediag: warning: partial snapshot ({len(snap.manifest.errors)} part(s) not collected; "
                    "checks that need them say so)", err=True)
     t1 = time.perf_counter()
+    retain_until_exit(snap, raw)
     try:
         resolved = resolve(snap, target, namespace)
         verdict = diagnose(snap, resolved, classes, settings)
