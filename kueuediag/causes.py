@@ -17,9 +17,53 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import Enum, StrEnum
 
 from kueuediag.models import Layer
+
+
+class CauseSlug(StrEnum):
+    """The built-in cause slugs: checks name causes through these so mypy catches a misspelling.
+
+    Plugin causes are plain strings registered at runtime (`register_cause`); `Finding.cause` is a string either
+    way (a StrEnum member is one), so JSON output is unchanged.
+    """
+
+    NOT_MANAGED = "not-managed"
+    LOCALQUEUE_MISSING = "localqueue-missing"
+    LOCALQUEUE_STOPPED = "localqueue-stopped"
+    CLUSTERQUEUE_MISSING = "clusterqueue-missing"
+    CLUSTERQUEUE_INACTIVE = "clusterqueue-inactive"
+    NAMESPACE_NOT_SELECTED = "namespace-not-selected"
+    RESOURCE_NOT_COVERED = "resource-not-covered"
+    NO_MATCHING_FLAVOR = "no-matching-flavor"
+    EXCEEDS_MAX_QUOTA = "exceeds-max-quota"
+    DEACTIVATED = "deactivated"
+    ADMISSION_GATED = "admission-gated"
+    NOT_YET_EVALUATED = "not-yet-evaluated"
+    WAITING_FOR_QUOTA = "waiting-for-quota"
+    QUEUED_BEHIND = "queued-behind"
+    PREEMPTION_IN_PROGRESS = "preemption-in-progress"
+    SLOW_PREEMPTION = "slow-preemption"
+    STUCK_PREEMPTION_TARGET = "stuck-preemption-target"
+    GUARANTEE_VIOLATION = "guarantee-violation"
+    FAIR_SHARING_ANOMALY = "fair-sharing-anomaly"
+    TOPOLOGY_NO_FIT = "topology-no-fit"
+    ADMISSION_CHECK_PENDING = "admission-check-pending"
+    ADMISSION_CHECK_REJECTED = "admission-check-rejected"
+    PODSREADY_BACKOFF = "podsready-backoff"
+    WAITING_FOR_PODSREADY = "waiting-for-podsready"
+    CONTROLLER_UNHEALTHY = "controller-unhealthy"
+    GATE_NOT_REMOVED = "gate-not-removed"
+    FRAGMENTATION = "fragmentation"
+    KUBE_UNSCHEDULABLE = "kube-unschedulable"
+    ZOMBIE_PODS = "zombie-pods"
+    NODE_UNHEALTHY = "node-unhealthy"
+    CONFIG_CHANGE = "config-change"
+    LOGGING_INSUFFICIENT = "logging-insufficient"
+    KNOWN_ISSUE = "known-issue"
+    NOT_PENDING = "not-pending"
+    PODS_NOT_STARTING = "pods-not-starting"
 
 
 class Tier(str, Enum):
@@ -52,156 +96,157 @@ _S, _K, _N = Layer.SUBMISSION, Layer.KUEUE, Layer.KUBERNETES
 
 _CATALOG: tuple[Cause, ...] = (
     # --- submission layer -------------------------------------------------------------------------------
-    Cause("not-managed", _S, Tier.BLOCKER, "Kueue does not manage this job",
+    Cause(CauseSlug.NOT_MANAGED, _S, Tier.BLOCKER, "Kueue does not manage this job",
           "The job exists but Kueue created no Workload for it: the queue-name label is missing (and the "
           "namespace has no LocalQueue named `default`), the namespace is outside "
           "`managedJobsNamespaceSelector`, or the job's integration is not enabled in `integrations.frameworks`.",
           "Add the label `kueue.x-k8s.io/queue-name=<localqueue>` to the job, or create a LocalQueue named "
           "`default` in the namespace; check `integrations.frameworks` in the Kueue manager config."),
-    Cause("localqueue-missing", _S, Tier.BLOCKER, "The LocalQueue does not exist",
+    Cause(CauseSlug.LOCALQUEUE_MISSING, _S, Tier.BLOCKER, "The LocalQueue does not exist",
           "The Workload names a LocalQueue (`spec.queueName`) that does not exist in its namespace. Kueue writes "
           "`LocalQueue <name> doesn't exist` and never considers the workload.",
           "Create the LocalQueue or resubmit with the right `kueue.x-k8s.io/queue-name` label "
           "(`kubectl get localqueues -n <ns>`)."),
-    Cause("localqueue-stopped", _S, Tier.BLOCKER, "The LocalQueue is stopped or inactive",
+    Cause(CauseSlug.LOCALQUEUE_STOPPED, _S, Tier.BLOCKER, "The LocalQueue is stopped or inactive",
           "The LocalQueue has `stopPolicy: Hold|HoldAndDrain` or is inactive because its ClusterQueue is missing "
           "or inactive.",
           "`kubectl patch localqueue <lq> -n <ns> --type merge -p '{\"spec\":{\"stopPolicy\":\"None\"}}'` "
           "(or `kubectl kueue resume localqueue <lq>`)."),
-    Cause("clusterqueue-missing", _S, Tier.BLOCKER, "The ClusterQueue does not exist",
+    Cause(CauseSlug.CLUSTERQUEUE_MISSING, _S, Tier.BLOCKER, "The ClusterQueue does not exist",
           "The LocalQueue points at a ClusterQueue (`spec.clusterQueue`) that does not exist.",
           "Create the ClusterQueue or point the LocalQueue at an existing one (LocalQueue.spec.clusterQueue is "
           "immutable: recreate the LocalQueue)."),
-    Cause("clusterqueue-inactive", _S, Tier.BLOCKER, "The ClusterQueue is inactive",
+    Cause(CauseSlug.CLUSTERQUEUE_INACTIVE, _S, Tier.BLOCKER, "The ClusterQueue is inactive",
           "The ClusterQueue's `Active` condition is False (stopped, missing ResourceFlavors, missing or inactive "
           "AdmissionChecks, missing Topology, terminating). Every workload in it stays pending with "
           "`ClusterQueue <name> is inactive`.",
           "Fix what the ClusterQueue's Active condition names: create the missing ResourceFlavor/AdmissionCheck/"
           "Topology, or set `spec.stopPolicy: None`."),
-    Cause("namespace-not-selected", _S, Tier.BLOCKER, "The namespace is not selected by the ClusterQueue",
+    Cause(CauseSlug.NAMESPACE_NOT_SELECTED, _S, Tier.BLOCKER, "The namespace is not selected by the ClusterQueue",
           "The ClusterQueue's `namespaceSelector` does not match the workload's namespace (a null selector "
           "matches no namespace; `{}` matches all).",
           "Label the namespace to match the selector, or widen `spec.namespaceSelector` on the ClusterQueue."),
-    Cause("resource-not-covered", _S, Tier.BLOCKER, "A requested resource is not covered by the ClusterQueue",
+    Cause(CauseSlug.RESOURCE_NOT_COVERED, _S, Tier.BLOCKER, "A requested resource is not covered by the ClusterQueue",
           "The workload requests a resource that no resourceGroup of the ClusterQueue covers "
           "(`resource X unavailable in ClusterQueue`).",
           "Add the resource to a resourceGroup's `coveredResources` (with quota in each flavor), or drop the "
           "request from the pod template, or list it in `resources.excludeResourcePrefixes`."),
-    Cause("no-matching-flavor", _S, Tier.BLOCKER, "No ResourceFlavor matches the pod's constraints",
+    Cause(CauseSlug.NO_MATCHING_FLAVOR, _S, Tier.BLOCKER, "No ResourceFlavor matches the pod's constraints",
           "Every flavor is excluded by the pod's nodeSelector/affinity or by flavor taints the pod does not "
           "tolerate, or a flavor does not exist.",
           "Align the pod's nodeSelector/affinity with a flavor's `nodeLabels`, or add tolerations for the "
           "flavor's `nodeTaints`."),
-    Cause("exceeds-max-quota", _S, Tier.BLOCKER, "The request is larger than the queue could ever provide",
+    Cause(CauseSlug.EXCEEDS_MAX_QUOTA, _S, Tier.BLOCKER, "The request is larger than the queue could ever provide",
           "The request exceeds nominal quota plus everything the ClusterQueue may borrow in every flavor it may "
           "use: it can never be admitted as is.",
           "Reduce the request (fewer pods or smaller pods), raise nominalQuota/borrowingLimit, or submit to a "
           "bigger queue."),
-    Cause("deactivated", _S, Tier.BLOCKER, "The Workload is deactivated",
+    Cause(CauseSlug.DEACTIVATED, _S, Tier.BLOCKER, "The Workload is deactivated",
           "`spec.active` is false: set by a user, by the requeuing limit of waitForPodsReady, by maximum execution "
           "time or by a rejected admission check.",
           "Fix the reason, then `kubectl patch workload <wl> -n <ns> --type merge -p '{\"spec\":{\"active\":true}}'`."),
-    Cause("admission-gated", _S, Tier.BLOCKER, "Admission is gated by an external controller",
+    Cause(CauseSlug.ADMISSION_GATED, _S, Tier.BLOCKER, "Admission is gated by an external controller",
           "The annotation `kueue.x-k8s.io/admission-gated-by` (or preemption gates) blocks admission until the "
           "named controllers clear it.",
           "Find the controller named in the annotation; it must remove itself from the annotation."),
     # --- kueue layer ----------------------------------------------------------------------------------------
-    Cause("not-yet-evaluated", _K, Tier.WAITING, "Kueue has not evaluated the workload yet",
+    Cause(CauseSlug.NOT_YET_EVALUATED, _K, Tier.WAITING, "Kueue has not evaluated the workload yet",
           "The Workload has no QuotaReserved condition: the scheduler has not looked at it yet. Normal for "
           "seconds; minutes point at a busy or unhealthy controller.",
           "Wait a scheduling cycle; if it lasts, check the Kueue controller (see controller-unhealthy)."),
-    Cause("waiting-for-quota", _K, Tier.WAITING, "Waiting for quota",
+    Cause(CauseSlug.WAITING_FOR_QUOTA, _K, Tier.WAITING, "Waiting for quota",
           "The ClusterQueue (with what it may borrow) has no unused quota for the request right now, and "
           "preemption cannot make room.",
           "Wait for running workloads to finish, lower the request, or ask for more nominal quota/borrowing."),
-    Cause("queued-behind", _K, Tier.WAITING, "Queued behind other workloads",
+    Cause(CauseSlug.QUEUED_BEHIND, _K, Tier.WAITING, "Queued behind other workloads",
           "The request would fit, but workloads ahead in the ClusterQueue (higher priority or earlier) go first, "
           "or a StrictFIFO head that does not fit blocks the queue.",
           "Wait, raise the workload's priority (WorkloadPriorityClass), or switch the ClusterQueue to "
           "BestEffortFIFO if a blocked head is the problem."),
-    Cause("preemption-in-progress", _K, Tier.WAITING, "Preemption in progress",
+    Cause(CauseSlug.PREEMPTION_IN_PROGRESS, _K, Tier.WAITING, "Preemption in progress",
           "Kueue has chosen victims and waits for them to release quota (`Pending the preemption of N "
           "workload(s)`).",
           "Usually resolves within the victims' termination grace period."),
-    Cause("slow-preemption", _K, Tier.ROOT, "Preemption is slow: victims hold quota through long grace periods",
+    Cause(CauseSlug.SLOW_PREEMPTION, _K, Tier.ROOT, "Preemption is slow: victims hold quota through long grace periods",
           "The workload heads its queue waiting for victims that take their whole termination grace period "
           "(preStop hooks, long terminationGracePeriodSeconds) to release quota; admissions trickle at that "
           "interval.",
           "Shorten terminationGracePeriodSeconds/preStop hooks, enable FastQuotaReleaseInPodIntegration "
           "(Kueue >= v0.17), or evict victims manually as a stop-gap."),
-    Cause("stuck-preemption-target", _K, Tier.ROOT, "A preemption victim is stuck and blocks several queues",
+    Cause(CauseSlug.STUCK_PREEMPTION_TARGET, _K, Tier.ROOT, "A preemption victim is stuck and blocks several queues",
           "A victim (often a zombie pod past its grace period) never releases quota; heads of several "
           "ClusterQueues target it (`overlapping preemption targets`) and admissions stall across them.",
           "Force-delete the zombie pod (`kubectl delete pod --force --grace-period=0`), fix its node; "
           "Kueue >= v0.14.0 releases quota after the grace period."),
-    Cause("guarantee-violation", _K, Tier.SYMPTOM, "Guarantee violation: fits in unused nominal quota but pending",
+    Cause(CauseSlug.GUARANTEE_VIOLATION, _K, Tier.SYMPTOM,
+          "Guarantee violation: fits in unused nominal quota but pending",
           "The workload would fit in its ClusterQueue's unused nominal quota, yet it stays pending. A symptom: "
           "another finding usually explains it.",
           "Follow the recipe: rule out fragmentation, check admission/preemption rates, release state, logs and "
           "controller health."),
-    Cause("fair-sharing-anomaly", _K, Tier.ROOT, "Fair-sharing shares are wrong",
+    Cause(CauseSlug.FAIR_SHARING_ANOMALY, _K, Tier.ROOT, "Fair-sharing shares are wrong",
           "The dominant resource share Kueue reports disagrees with the recomputation (e.g. a borrowing queue at 0 "
           "on a Kueue with the rounding bug), so reclamation and ordering go wrong.",
           "Upgrade Kueue (>= v0.13.5 / v0.14.0 fixes the rounding bug); as a stop-gap lower fair-sharing weights "
           "or evict the borrowers by hand."),
-    Cause("topology-no-fit", _K, Tier.ROOT, "Topology-aware scheduling finds no domain that fits",
+    Cause(CauseSlug.TOPOLOGY_NO_FIT, _K, Tier.ROOT, "Topology-aware scheduling finds no domain that fits",
           "The TAS flavor's topology has no domain with enough free capacity for the requested level.",
           "Relax the topology request (preferred instead of required, a higher level), wait for a domain to drain, "
           "or defragment."),
-    Cause("admission-check-pending", _K, Tier.WAITING, "Waiting for admission checks",
+    Cause(CauseSlug.ADMISSION_CHECK_PENDING, _K, Tier.WAITING, "Waiting for admission checks",
           "Quota is reserved but an admission check (e.g. ProvisioningRequest) is not Ready yet.",
           "Look at the admission check's controller and its ProvisioningRequest; see the check's message."),
-    Cause("admission-check-rejected", _K, Tier.BLOCKER, "An admission check rejected the workload",
+    Cause(CauseSlug.ADMISSION_CHECK_REJECTED, _K, Tier.BLOCKER, "An admission check rejected the workload",
           "An admission check reported Rejected; Kueue deactivates the workload.",
           "Read the check's message, fix the cause, then reactivate the Workload."),
-    Cause("podsready-backoff", _K, Tier.WAITING, "Requeue backoff after a PodsReady timeout",
+    Cause(CauseSlug.PODSREADY_BACKOFF, _K, Tier.WAITING, "Requeue backoff after a PodsReady timeout",
           "The workload was evicted because its pods did not become ready in time; it waits until "
           "`status.requeueState.requeueAt` before Kueue considers it again.",
           "Find why the pods did not start (image pulls, unschedulable pods); the backoff ends by itself."),
-    Cause("waiting-for-podsready", _K, Tier.WAITING, "Admission is blocked until other workloads are ready",
+    Cause(CauseSlug.WAITING_FOR_PODSREADY, _K, Tier.WAITING, "Admission is blocked until other workloads are ready",
           "waitForPodsReady.blockAdmission holds new admissions while an admitted workload is not PodsReady.",
           "Find the admitted workload whose pods are not ready; consider blockAdmission: false."),
-    Cause("controller-unhealthy", _K, Tier.ROOT, "The Kueue controller is unhealthy",
+    Cause(CauseSlug.CONTROLLER_UNHEALTHY, _K, Tier.ROOT, "The Kueue controller is unhealthy",
           "The kueue-controller-manager is not ready, crash-looping or lost leader election: nothing is admitted.",
           "`kubectl -n kueue-system describe pod -l control-plane=controller-manager`; read its logs; check "
           "webhook and API-server health."),
     # --- kubernetes layer ---------------------------------------------------------------------------------
-    Cause("gate-not-removed", _N, Tier.ROOT, "Admitted, but Kueue has not released the pods",
+    Cause(CauseSlug.GATE_NOT_REMOVED, _N, Tier.ROOT, "Admitted, but Kueue has not released the pods",
           "The Workload is admitted but its pods still carry the `kueue.x-k8s.io/admission` (or topology) "
           "scheduling gate, or the job is still suspended.",
           "Check the Kueue job reconciler logs for the job; restart the controller if it is stuck."),
-    Cause("fragmentation", _N, Tier.ROOT, "Free capacity exists, but no node has a hole of the needed shape",
+    Cause(CauseSlug.FRAGMENTATION, _N, Tier.ROOT, "Free capacity exists, but no node has a hole of the needed shape",
           "Quota allows the workload, but free GPUs are scattered across nodes (e.g. 1+1+4+2 free on four 8-GPU "
           "nodes cannot run an 8-GPU pod).",
           "Use topology-aware scheduling, bin-pack small jobs (MostAllocated scoring), reshape the request, or "
           "drain small workloads from a node."),
-    Cause("kube-unschedulable", _N, Tier.ROOT, "The Kubernetes scheduler cannot place the pods",
+    Cause(CauseSlug.KUBE_UNSCHEDULABLE, _N, Tier.ROOT, "The Kubernetes scheduler cannot place the pods",
           "Kueue released the pods, but kube-scheduler reports them unschedulable (taints, affinity, volumes, "
           "insufficient resources).",
           "Read the FailedScheduling event (`0/N nodes are available: ...`) and fix the constraint it names."),
     # --- extra causes (added by kueuediag) ---------------------------------------------------------------
-    Cause("zombie-pods", _N, Tier.CONTEXT, "Pods stuck terminating past their grace period",
+    Cause(CauseSlug.ZOMBIE_PODS, _N, Tier.CONTEXT, "Pods stuck terminating past their grace period",
           "Pods whose deletionTimestamp (plus grace) has passed still exist; their resources and, on older Kueue, "
           "their quota stay taken.",
           "`kubectl delete pod <pod> --force --grace-period=0` and fix the node/kubelet."),
-    Cause("node-unhealthy", _N, Tier.CONTEXT, "Nodes in the workload's flavors are unavailable",
+    Cause(CauseSlug.NODE_UNHEALTHY, _N, Tier.CONTEXT, "Nodes in the workload's flavors are unavailable",
           "Nodes are NotReady, cordoned, or report less allocatable GPU than capacity.",
           "Repair or uncordon the nodes; check the GPU device plugin."),
-    Cause("config-change", _K, Tier.CONTEXT, "Queue configuration changed near the pending onset",
+    Cause(CauseSlug.CONFIG_CHANGE, _K, Tier.CONTEXT, "Queue configuration changed near the pending onset",
           "A ClusterQueue, Cohort, ResourceFlavor or the Kueue configuration changed, or the controller "
           "restarted, close to when the workload started waiting.",
           "Review the change (managedFields, generation) and roll it back if it is the trigger."),
-    Cause("logging-insufficient", _K, Tier.CONTEXT, "Controller logs are too quiet to decide",
+    Cause(CauseSlug.LOGGING_INSUFFICIENT, _K, Tier.CONTEXT, "Controller logs are too quiet to decide",
           "Kueue runs at the default --zap-log-level=2, so the decisive V(3)+ lines (`Workload evaluated for "
           "admission`, `Preempted`) are absent.",
           "Raise the controller's log level to `--zap-log-level=5` while investigating."),
-    Cause("known-issue", _K, Tier.ROOT, "A known upstream Kueue bug matches",
+    Cause(CauseSlug.KNOWN_ISSUE, _K, Tier.ROOT, "A known upstream Kueue bug matches",
           "The Kueue version and a signature in the snapshot match a known upstream issue.",
           "Upgrade to the fixed version named in the finding."),
-    Cause("not-pending", Layer.NONE, Tier.NONE, "The workload is not pending",
+    Cause(CauseSlug.NOT_PENDING, Layer.NONE, Tier.NONE, "The workload is not pending",
           "The workload is admitted and running, or finished.",
           "Nothing to do for Kueue; if pods misbehave, look at the pods themselves."),
-    Cause("pods-not-starting", _N, Tier.ROOT, "Kueue released the workload, but its pods do not start",
+    Cause(CauseSlug.PODS_NOT_STARTING, _N, Tier.ROOT, "Kueue released the workload, but its pods do not start",
           "Kueue admitted and released the workload, but its pods never run: the job controller cannot create "
           "them (FailedCreate: ResourceQuota exceeded, admission webhook or PodSecurity rejection), or the kubelet "
           "cannot start their containers (ErrImagePull / ImagePullBackOff, CreateContainerConfigError for a "
@@ -213,24 +258,45 @@ _CATALOG: tuple[Cause, ...] = (
 )
 
 # The one owning check per cause (a contract test checks that no other check emits a finding for it).
-OWNERS: dict[str, str] = {
-    "not-managed": "KD001", "localqueue-missing": "KD001", "clusterqueue-missing": "KD001",
-    "localqueue-stopped": "KD003", "clusterqueue-inactive": "KD003", "namespace-not-selected": "KD004",
-    "resource-not-covered": "KD005", "no-matching-flavor": "KD005", "deactivated": "KD006",
-    "admission-gated": "KD006",
-    "exceeds-max-quota": "KD102", "not-yet-evaluated": "KD102", "waiting-for-quota": "KD102",
-    "queued-behind": "KD601",
-    "preemption-in-progress": "KD302", "slow-preemption": "KD302", "stuck-preemption-target": "KD302",
-    "guarantee-violation": "KD101", "fair-sharing-anomaly": "KD103",
-    "topology-no-fit": "KD201", "fragmentation": "KD201",
-    "admission-check-pending": "KD701", "admission-check-rejected": "KD701", "podsready-backoff": "KD701",
-    "waiting-for-podsready": "KD701",
-    "controller-unhealthy": "KD901", "zombie-pods": "KD901", "node-unhealthy": "KD901", "config-change": "KD901",
-    "gate-not-removed": "KD401", "kube-unschedulable": "KD401", "pods-not-starting": "KD401",
-    "logging-insufficient": "KD501", "known-issue": "KD902", "not-pending": "KD002",
+OWNERS: dict[CauseSlug, str] = {
+    CauseSlug.NOT_MANAGED: "KD001",
+    CauseSlug.LOCALQUEUE_MISSING: "KD001",
+    CauseSlug.CLUSTERQUEUE_MISSING: "KD001",
+    CauseSlug.LOCALQUEUE_STOPPED: "KD003",
+    CauseSlug.CLUSTERQUEUE_INACTIVE: "KD003",
+    CauseSlug.NAMESPACE_NOT_SELECTED: "KD004",
+    CauseSlug.RESOURCE_NOT_COVERED: "KD005",
+    CauseSlug.NO_MATCHING_FLAVOR: "KD005",
+    CauseSlug.DEACTIVATED: "KD006",
+    CauseSlug.ADMISSION_GATED: "KD006",
+    CauseSlug.EXCEEDS_MAX_QUOTA: "KD102",
+    CauseSlug.NOT_YET_EVALUATED: "KD102",
+    CauseSlug.WAITING_FOR_QUOTA: "KD102",
+    CauseSlug.QUEUED_BEHIND: "KD601",
+    CauseSlug.PREEMPTION_IN_PROGRESS: "KD302",
+    CauseSlug.SLOW_PREEMPTION: "KD302",
+    CauseSlug.STUCK_PREEMPTION_TARGET: "KD302",
+    CauseSlug.GUARANTEE_VIOLATION: "KD101",
+    CauseSlug.FAIR_SHARING_ANOMALY: "KD103",
+    CauseSlug.TOPOLOGY_NO_FIT: "KD201",
+    CauseSlug.FRAGMENTATION: "KD201",
+    CauseSlug.ADMISSION_CHECK_PENDING: "KD701",
+    CauseSlug.ADMISSION_CHECK_REJECTED: "KD701",
+    CauseSlug.PODSREADY_BACKOFF: "KD701",
+    CauseSlug.WAITING_FOR_PODSREADY: "KD701",
+    CauseSlug.CONTROLLER_UNHEALTHY: "KD901",
+    CauseSlug.ZOMBIE_PODS: "KD901",
+    CauseSlug.NODE_UNHEALTHY: "KD901",
+    CauseSlug.CONFIG_CHANGE: "KD901",
+    CauseSlug.GATE_NOT_REMOVED: "KD401",
+    CauseSlug.KUBE_UNSCHEDULABLE: "KD401",
+    CauseSlug.PODS_NOT_STARTING: "KD401",
+    CauseSlug.LOGGING_INSUFFICIENT: "KD501",
+    CauseSlug.KNOWN_ISSUE: "KD902",
+    CauseSlug.NOT_PENDING: "KD002",
 }
 
-CAUSES: tuple[Cause, ...] = tuple(replace(c, owner=OWNERS[c.slug]) for c in _CATALOG)
+CAUSES: tuple[Cause, ...] = tuple(replace(c, owner=OWNERS[CauseSlug(c.slug)]) for c in _CATALOG)
 
 BY_SLUG: dict[str, Cause] = {c.slug: c for c in CAUSES}
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from kueuediag.causes import Cause, register_cause
 from kueuediag.causes import cause as lookup_cause
-from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, ObjectRef, Severity
+from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Severity
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 
@@ -210,21 +210,6 @@ def parse_doc(text: str) -> dict[str, str]:
             buf.append(line)
     sections[current] = textwrap.dedent("\n".join(buf)).strip()
     return sections
-
-
-def ev(
-    source: str,
-    observed: str,
-    *,
-    kind: str | None = None,
-    name: str | None = None,
-    namespace: str | None = None,
-    field: str | None = None,
-    expected: str | None = None,
-) -> Evidence:
-    """Shorthand for an Evidence item."""
-    ref = ObjectRef(kind=kind, name=name, namespace=namespace) if kind and name else None
-    return Evidence(source=source, ref=ref, field=field, observed=observed, expected=expected)
 
 
 _CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")

@@ -33,6 +33,7 @@ from kueuediag.models import (
 )
 from kueuediag.ranking import rank, verdict_cause
 from kueuediag.snapshot.k8s import meta
+from kueuediag.snapshot.kueue import WorkloadState
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
@@ -170,7 +171,7 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
         return WorkloadInfo(namespace=target.namespace, name=None, owner=owner, local_queue=target.local_queue,
                             cluster_queue=None, state="unknown" if target.workload_unknown else "not-managed")
     pending = None
-    if w.state in ("pending", "quota-reserved"):
+    if w.state in (WorkloadState.PENDING, WorkloadState.QUOTA_RESERVED):
         since = w.queue_order_time
         pending = snap.age_seconds(since)
     return WorkloadInfo(

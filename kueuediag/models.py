@@ -110,6 +110,21 @@ class Evidence(_Frozen):
     expected: str | None = None
 
 
+def ev(
+    source: str,
+    observed: str,
+    *,
+    kind: str | None = None,
+    name: str | None = None,
+    namespace: str | None = None,
+    field: str | None = None,
+    expected: str | None = None,
+) -> Evidence:
+    """Shorthand for an Evidence item."""
+    ref = ObjectRef(kind=kind, name=name, namespace=namespace) if kind and name else None
+    return Evidence(source=source, ref=ref, field=field, observed=observed, expected=expected)
+
+
 class Finding(_Frozen):
     """A cause a check found, with evidence and what to do about it."""
 

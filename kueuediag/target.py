@@ -20,7 +20,7 @@ from typing import Any
 
 from kueuediag.errors import InputError, TargetNotFound, TargetUnreadable
 from kueuediag.snapshot.k8s import meta
-from kueuediag.snapshot.kueue import WorkloadView, cluster_queue_of, kueue_index, workload, workloads
+from kueuediag.snapshot.kueue import WorkloadView, cluster_queue_of, kueue_index, workload, workload_of, workloads
 from kueuediag.snapshot.model import Snapshot
 
 KIND_ALIASES = {
@@ -220,17 +220,27 @@ def _find_objects(snap: Snapshot, kind: str | None, group: str | None, name: str
     return out
 
 
+def _workload_objects_by_job_uid(snap: Snapshot) -> dict[tuple[str, str], dict[str, Any]]:
+    """Workload objects by (namespace, `kueue.x-k8s.io/job-uid` label), read from the raw objects so that
+    resolving one target does not normalise every Workload."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for obj in snap.of_kind("Workload"):
+        labels = meta(obj).get("labels")
+        job_uid = labels.get("kueue.x-k8s.io/job-uid") if isinstance(labels, dict) else None
+        if isinstance(job_uid, str) and job_uid:
+            out[(str(meta(obj).get("namespace") or ""), job_uid)] = obj
+    return out
+
+
 def workload_for_owner(snap: Snapshot, owner: dict[str, Any]) -> WorkloadView | None:
     """The Workload of a job-like object: label job-uid first, then ownerReferences."""
     m = meta(owner)
     uid, ns = m.get("uid"), m.get("namespace")
     if uid:
-        by_label = snap.memo("workloads-by-job-uid", lambda: {
-            (w.namespace, w.labels.get("kueue.x-k8s.io/job-uid", "")): w for w in workloads(snap)
-            if w.labels.get("kueue.x-k8s.io/job-uid")})
-        hit = by_label.get((str(ns or ""), str(uid)))
-        if hit:
-            return hit
+        by_label = snap.memo("workload-objects-by-job-uid", lambda: _workload_objects_by_job_uid(snap))
+        obj = by_label.get((str(ns or ""), str(uid)))
+        if obj is not None:
+            return workload_of(snap, obj)
         for child in snap.children(uid):
             if child.get("kind") == "Workload":
                 return workload(snap, meta(child).get("namespace") or "", meta(child).get("name") or "")

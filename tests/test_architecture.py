@@ -60,3 +60,102 @@ def _imports_of(node: ast.Import | ast.ImportFrom) -> set[str]:
     if isinstance(node, ast.Import):
         return {a.name for a in node.names}
     return {node.module} if node.module else set()
+
+
+# --- layering: cli → engine → checks → analysis → snapshot → base ------------------------------------------------
+
+LAYERS = ("base", "snapshot", "analysis", "checks", "engine", "cli")
+"""Lowest first: a module may import its own layer and the layers below it, never one above."""
+
+_BY_PREFIX: tuple[tuple[str, str], ...] = (
+    ("kueuediag.cli", "cli"),
+    ("kueuediag.__main__", "cli"),
+    ("kueuediag.engine", "engine"),
+    ("kueuediag.merge", "engine"),
+    ("kueuediag.ranking", "engine"),
+    ("kueuediag.registry", "engine"),
+    ("kueuediag.testing", "engine"),
+    ("kueuediag.docs", "engine"),
+    ("kueuediag.render", "engine"),
+    ("kueuediag.live", "engine"),
+    ("kueuediag.check", "checks"),
+    ("kueuediag_checks", "checks"),
+    ("kueuediag.analysis", "analysis"),
+    ("kueuediag.snapshot", "snapshot"),
+    ("kueuediag.target", "snapshot"),
+    ("kueuediag", "base"),  # models, errors, causes, quantity, timeutil, config, examples, the package itself
+)
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a kueuediag module (None for third-party and stdlib modules)."""
+    for prefix, layer in _BY_PREFIX:
+        if module == prefix or module.startswith(prefix + "."):
+            return layer
+    return None
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT / "checks") if path.is_relative_to(ROOT / "checks") else path.relative_to(ROOT)
+    parts = list(rel.with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every absolute import in the module, including the lazy ones inside functions."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+SOURCES = sorted((ROOT / "kueuediag").rglob("*.py")) + sorted((ROOT / "checks" / "kueuediag_checks").glob("*.py"))
+
+
+def test_every_module_has_a_layer() -> None:
+    assert not [p for p in SOURCES if layer_of(_module_name(p)) is None]
+    assert layer_of("kueuediag.checks_cmd") == "base" and layer_of("kueuediag.cli.why_cmd") == "cli"
+    assert layer_of("kueuediag.check") == "checks" and layer_of("kueuediag.checkpoint") == "base"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_follow_the_layers(path: Path) -> None:
+    own = layer_of(_module_name(path))
+    assert own is not None
+    upward = sorted(
+        f"{name} ({layer})"
+        for name in _all_imports(path)
+        if (layer := layer_of(name)) is not None and LAYERS.index(layer) > LAYERS.index(own)
+    )
+    assert not upward, f"{path.relative_to(ROOT)} ({own} layer) imports from a higher layer: {upward}"
+
+
+@pytest.mark.parametrize("path", CHECKS, ids=lambda p: p.name)
+def test_checks_never_import_live_render_or_cli(path: Path) -> None:
+    banned = ("kueuediag.live", "kueuediag.render", "kueuediag.cli")
+    bad = sorted(n for n in _all_imports(path) if any(n == m or n.startswith(m + ".") for m in banned))
+    assert not bad, f"{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("path", CHECKS, ids=lambda p: p.name)
+def test_built_in_checks_name_causes_through_the_enum(path: Path) -> None:
+    """`self.finding("fragmentaton", …)` would only fail at run time; `CauseSlug.FRAGMENTATON` fails mypy."""
+    literal = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("finding", "contribute") and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            literal.append(f"line {node.lineno}: {node.args[0].value!r}")
+    assert not literal, f"{path.name}: use CauseSlug members, not string literals: {literal}"
+
+
+def test_the_layer_test_catches_a_violation(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from kueuediag.render.terminal import render_terminal\n")
+    names = _all_imports(bad)
+    assert "kueuediag.render.terminal" in names and layer_of("kueuediag.render.terminal") == "engine"
+    assert LAYERS.index("engine") > LAYERS.index("checks")

@@ -7,11 +7,11 @@ from typing import ClassVar
 
 import pytest
 
-from kueuediag.check import Check, CouldNotCheck, NotApplicable, ev
+from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
 from kueuediag.engine import EMPTY_LIST, diagnose, matches, select_checks
 from kueuediag.errors import InputError
-from kueuediag.models import CheckResult, Confidence, Finding, Outcome, Severity
+from kueuediag.models import CheckResult, Confidence, Finding, Outcome, Severity, ev
 from kueuediag.ranking import rank
 from kueuediag.snapshot.model import Part, Snapshot, load_snapshot
 from kueuediag.target import Target, resolve

@@ -12,12 +12,13 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from kueuediag.analysis.messages import PendingMessage, parse_pending_message
+from kueuediag.analysis.messages import PendingMessage, ReasonKind, parse_pending_message
 from kueuediag.analysis.queue_route import QueueRoute, queue_route
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, ev
 from kueuediag.snapshot.k8s import Condition
-from kueuediag.snapshot.kueue import LocalQueueView, WorkloadView
+from kueuediag.snapshot.kueue import LocalQueueView, WorkloadState, WorkloadView
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
 
@@ -37,7 +38,7 @@ class Pending:
 
 def pending(w: WorkloadView | None) -> Pending | None:
     """The pending context of a Workload, or None when it is absent, finished, or holds quota."""
-    if w is None or w.state != "pending":
+    if w is None or w.state != WorkloadState.PENDING:
         return None
     qr = w.cond("QuotaReserved")
     pm = parse_pending_message(qr.message) if qr is not None and qr.false and qr.message else None
@@ -82,38 +83,38 @@ def label_fix(selector: dict[str, Any] | None, namespace: str) -> str | None:
 
 
 # kinds of message reason → (cause, title, remediation); {name} {ns} {resource} are filled in
-_FROM_MESSAGE: tuple[tuple[tuple[str, ...], str, str, str], ...] = (
+_FROM_MESSAGE: tuple[tuple[tuple[ReasonKind, ...], CauseSlug, str, str], ...] = (
     (
-        ("lq-stopped", "lq-inactive"),
-        "localqueue-stopped",
+        (ReasonKind.LQ_STOPPED, ReasonKind.LQ_INACTIVE),
+        CauseSlug.LOCALQUEUE_STOPPED,
         "LocalQueue {name} is stopped or inactive",
         "`kubectl describe localqueue {name} -n {ns}`; if it is on hold: `kubectl patch localqueue {name} "
         '-n {ns} --type merge -p \'{{"spec":{{"stopPolicy":"None"}}}}\'`.',
     ),
     (
-        ("cq-missing",),
-        "clusterqueue-missing",
+        (ReasonKind.CQ_MISSING,),
+        CauseSlug.CLUSTERQUEUE_MISSING,
         "ClusterQueue {name} does not exist",
         "`kubectl get clusterqueues`; create ClusterQueue {name} or recreate the LocalQueue pointing at an "
         "existing one (spec.clusterQueue is immutable).",
     ),
     (
-        ("cq-inactive", "cq-stopped"),
-        "clusterqueue-inactive",
+        (ReasonKind.CQ_INACTIVE, ReasonKind.CQ_STOPPED),
+        CauseSlug.CLUSTERQUEUE_INACTIVE,
         "ClusterQueue {name} is inactive",
         "`kubectl describe clusterqueue {name}` and fix what its Active condition names (missing "
         "ResourceFlavor/AdmissionCheck/Topology, or stopPolicy).",
     ),
     (
-        ("namespace-mismatch",),
-        "namespace-not-selected",
+        (ReasonKind.NAMESPACE_MISMATCH,),
+        CauseSlug.NAMESPACE_NOT_SELECTED,
         "namespace {ns} is not selected by the ClusterQueue",
         "`kubectl get clusterqueue <cq> -o jsonpath='{{.spec.namespaceSelector}}'` and label namespace {ns} to "
         "match, or set the selector to `{{}}`.",
     ),
     (
-        ("resource-unavailable",),
-        "resource-not-covered",
+        (ReasonKind.RESOURCE_UNAVAILABLE,),
+        CauseSlug.RESOURCE_NOT_COVERED,
         "requests {resource}, not covered by the ClusterQueue",
         "Add {resource} to the ClusterQueue's coveredResources, drop it from the pod template, or exclude it "
         "with resources.excludeResourcePrefixes.",
@@ -161,16 +162,16 @@ def from_message(
                 data={"from": "message"},
             )
         )
-    flavor_reasons = pm.of("node-affinity", "untolerated-taint", "flavor-not-found")
+    flavor_reasons = pm.of(ReasonKind.NODE_AFFINITY, ReasonKind.UNTOLERATED_TAINT, ReasonKind.FLAVOR_NOT_FOUND)
     if (
         "no-matching-flavor" in causes
         and flavor_reasons
-        and not pm.has("insufficient-unused-quota", "exceeds-max-quota")
+        and not pm.has(ReasonKind.INSUFFICIENT_UNUSED_QUOTA, ReasonKind.EXCEEDS_MAX_QUOTA)
     ):
         flavors = ", ".join(sorted({r.flavor or "?" for r in flavor_reasons}))
         out.append(
             check.finding(
-                "no-matching-flavor",
+                CauseSlug.NO_MATCHING_FLAVOR,
                 f"every flavor tried was excluded: {flavors}",
                 f"Kueue reports `{'; '.join(r.text for r in flavor_reasons)}`.{note}",
                 confidence=Confidence.MEDIUM,

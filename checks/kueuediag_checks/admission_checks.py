@@ -6,11 +6,13 @@ import re
 from typing import Any
 
 from kueuediag.analysis.kueue_config import kueue_config
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.snapshot.k8s import Condition, conditions, meta
 from kueuediag.snapshot.kueue import (
     AdmissionCheckState,
+    WorkloadState,
     WorkloadView,
     events_for,
     kueue_index,
@@ -68,7 +70,7 @@ class AdmissionChecks(Check):
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
-        if w.state in ("admitted", "finished"):
+        if w.state in (WorkloadState.ADMITTED, WorkloadState.FINISHED):
             return CheckResult.not_applicable(f"the workload is {w.state}: admission checks and backoff are behind it")
         out: list[Finding] = []
         out += self._backoff(snapshot, w)
@@ -130,7 +132,7 @@ class AdmissionChecks(Check):
         timeout_msg = f" ({evicted.message})" if evicted is not None and evicted.message else ""
         return [
             self.finding(
-                "podsready-backoff",
+                CauseSlug.PODSREADY_BACKOFF,
                 f"requeue backoff after {count} PodsReady timeout(s): waits until {format_rfc3339(w.requeue_at)} "
                 f"({human_duration(left)} left)",
                 f"Kueue evicted the workload because {cause_txt}{timeout_msg} and requeued it with exponential "
@@ -219,7 +221,7 @@ class AdmissionChecks(Check):
             )
         return [
             self.finding(
-                "waiting-for-podsready",
+                CauseSlug.WAITING_FOR_PODSREADY,
                 title,
                 "waitForPodsReady.blockAdmission is on: the scheduler admits nothing new while any admitted "
                 f"workload's pods are not all ready (`{WAITING_MSG}`). {who}",
@@ -248,14 +250,14 @@ class AdmissionChecks(Check):
                 and w.requeue_at > snap.now
                 and any(x is not None and x.reason == "AdmissionCheck" for x in (w.cond("Evicted"), w.cond("Requeued")))
             )
-            if c.state in ("Pending", "Retry") and (w.state == "quota-reserved" or retry_backoff):
+            if c.state in ("Pending", "Retry") and (w.state == WorkloadState.QUOTA_RESERVED or retry_backoff):
                 out.append(self._pending(snap, w, c, retry_backoff))
         for name in rejected:
             out.append(self._rejected(snap, w, name, rejected[name]))
         admitted = w.cond("Admitted")
         if (
             not w.admission_checks
-            and w.state == "quota-reserved"
+            and w.state == WorkloadState.QUOTA_RESERVED
             and admitted is not None
             and admitted.reason in ("UnsatisfiedChecks", "UnsatisfiedAdmissionChecks")
         ):
@@ -264,7 +266,7 @@ class AdmissionChecks(Check):
             shown = ", ".join(names) or "(unknown)"
             out.append(
                 self.finding(
-                    "admission-check-pending",
+                    CauseSlug.ADMISSION_CHECK_PENDING,
                     f"holds quota, waiting for admission check(s) {shown}",
                     f"The workload holds quota in ClusterQueue {w.admission_cq} but is not admitted "
                     f"(`{admitted.message}`), and its status lists no admission check state yet: the check "
@@ -407,7 +409,7 @@ class AdmissionChecks(Check):
                 "machine type); consider another flavor or a smaller request."
             )
         return self.finding(
-            "admission-check-pending",
+            CauseSlug.ADMISSION_CHECK_PENDING,
             title,
             f"{lead}"
             + (f" — message: {c.message}." if c.message and not retry else ".")
@@ -444,7 +446,7 @@ class AdmissionChecks(Check):
             pr_text = f" Its ProvisioningRequest {pr_name}: {summary}."
         deactivated = " and Kueue deactivated it (spec.active: false)" if not w.active else ""
         return self.finding(
-            "admission-check-rejected",
+            CauseSlug.ADMISSION_CHECK_REJECTED,
             f"admission check {name} rejected the workload",
             f"Admission check {name}{' (controller ' + ctrl + ')' if ctrl else ''} reported Rejected"
             f"{deactivated}: {text}.{pr_text} It will not be admitted until the cause is fixed and the "

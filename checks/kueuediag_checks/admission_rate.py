@@ -10,9 +10,10 @@ from kueuediag.analysis.admission_rates import Rates, Trickle, admission_rates, 
 from kueuediag.analysis.health import controller_activity
 from kueuediag.analysis.preemption_victims import Victim, blocked_heads, preemption_victims, victims_of
 from kueuediag.analysis.quota import cq_quotas
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Severity
-from kueuediag.snapshot.kueue import WorkloadView
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Severity, ev
+from kueuediag.snapshot.kueue import WorkloadState, WorkloadView
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration, parse_duration
@@ -78,7 +79,7 @@ class AdmissionRate(Check):
         w = target.workload
         assert w is not None
         cq = target.cluster_queue(snapshot)
-        if w.state != "pending":
+        if w.state != WorkloadState.PENDING:
             return CheckResult.not_applicable(f"the workload is {w.state}, not pending")
         if not cq:
             return CheckResult.not_applicable("the workload has no ClusterQueue to measure admissions in")
@@ -200,7 +201,7 @@ class AdmissionRate(Check):
             "Stop-gap for a wave of reclaiming workloads: evict the borrowing/low-priority workloads by hand so "
             "their grace periods run in parallel instead of one after another.",
         ]
-        return self.contribute("slow-preemption", title, message, severity=severity, confidence=confidence,
+        return self.contribute(CauseSlug.SLOW_PREEMPTION, title, message, severity=severity, confidence=confidence,
                             evidence=evidence, remediation=remediation, data=data)
 
     # --- stall ------------------------------------------------------------------------------------------------

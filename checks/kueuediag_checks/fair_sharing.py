@@ -19,8 +19,10 @@ from kueuediag.analysis.fair_sharing import (
 )
 from kueuediag.analysis.installation import kueue_version, version_floor
 from kueuediag.analysis.versions import behaviour
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
+from kueuediag.snapshot.kueue import WorkloadState
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 
@@ -149,7 +151,7 @@ class FairSharing(Check):
     @staticmethod
     def _target_root(snap: Snapshot, tree: FairShareTree, target: Target) -> str | None:
         w = target.workload
-        if w is None or w.state != "pending" or not w.active:
+        if w is None or w.state != WorkloadState.PENDING or not w.active:
             return None
         cq = target.cluster_queue(snap)
         node = tree.nodes.get(("ClusterQueue", cq or ""))
@@ -213,7 +215,7 @@ class FairSharing(Check):
                 "anomalies": [{"kind": a.key[0], "name": a.key[1], "reported": a.reported,
                                "expected_this_version": a.expected, "precise": a.precise,
                                "zero_while_borrowing": a.zero_while_borrowing} for a in items]}
-        return self.finding("fair-sharing-anomaly", title, message, severity=severity, confidence=confidence,
+        return self.finding(CauseSlug.FAIR_SHARING_ANOMALY, title, message, severity=severity, confidence=confidence,
                             evidence=evidence, about_target=about_target, data=data,
                             remediation=self._remediation(version.parsed is not None, vtext, first))
 

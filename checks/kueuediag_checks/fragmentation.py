@@ -23,10 +23,11 @@ from kueuediag.analysis.capacity import (
     topology_domains,
     total_slots,
 )
-from kueuediag.analysis.messages import PendingMessage, Reason, parse_pending_message
+from kueuediag.analysis.messages import PendingMessage, Reason, ReasonKind, parse_pending_message
 from kueuediag.analysis.scheduling import pod_scheduling
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.k8s import untolerated_taints
 from kueuediag.snapshot.kueue import (
@@ -34,6 +35,7 @@ from kueuediag.snapshot.kueue import (
     FlavorView,
     KueueIndex,
     PodSet,
+    WorkloadState,
     WorkloadView,
     cluster_queue_of,
     kueue_index,
@@ -126,8 +128,8 @@ class Fragmentation(Check):
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
-        if w.state == "finished" or not w.active or w.is_true("Evicted"):
-            state = "finished" if w.state == "finished" else "inactive" if not w.active else "evicted"
+        if w.state == WorkloadState.FINISHED or not w.active or w.is_true("Evicted"):
+            state = "finished" if w.state == WorkloadState.FINISHED else "inactive" if not w.active else "evicted"
             return CheckResult.not_applicable(f"the workload is {state}: no pods to place")
         gpus = tuple(r.strip() for r in str(self.opts["gpu_resources"]).split(",") if r.strip())
         idx = kueue_index(snapshot)
@@ -142,7 +144,7 @@ class Fragmentation(Check):
         if not evals:
             return CheckResult.could_not_check(
                 "ResourceFlavors", "no ResourceFlavor the workload may use is in the snapshot (nothing to place on)")
-        tas_reasons = msg.of("topology-no-fit", "topology-partial-fit") if msg else []
+        tas_reasons = msg.of(ReasonKind.TOPOLOGY_NO_FIT, ReasonKind.TOPOLOGY_PARTIAL_FIT) if msg else []
         if tas_reasons and not holds_quota:
             tas_eval = next((e for e in evals if e.topology == tas_reasons[0].name), None) or next(
                 (e for e in evals if e.topology), evals[0])
@@ -275,7 +277,7 @@ class Fragmentation(Check):
                                    else "status.conditions[type=PodScheduled]"))
                 break
         return self.finding(
-            "fragmentation", title, "\n".join(lines),
+            CauseSlug.FRAGMENTATION, title, "\n".join(lines),
             confidence=Confidence.HIGH if holds_quota else Confidence.MEDIUM,
             severity=Severity.HIGH if holds_quota else Severity.MEDIUM,
             evidence=evidence,
@@ -337,7 +339,7 @@ class Fragmentation(Check):
                                      "max_slots": lv.best.slots if lv.best else 0} for lv in e.levels}
         if reason is not None and reason.extra.get("excluded"):
             data["excluded"] = reason.extra["excluded"]
-        return self.finding("topology-no-fit", title, "\n".join(lines),
+        return self.finding(CauseSlug.TOPOLOGY_NO_FIT, title, "\n".join(lines),
                             confidence=Confidence.HIGH if confident else Confidence.MEDIUM,
                             evidence=evidence, remediation=rem, data=data)
 
@@ -433,10 +435,11 @@ def _quota_available(w: WorkloadView, cq: ClusterQueueView | None, flavor: str, 
     if w.holds_quota:
         return True, "quota reserved"
     if msg is not None:
-        blocked = [r for r in msg.of("insufficient-unused-quota", "exceeds-max-quota") if r.flavor in (flavor, None)]
+        blocked = [r for r in msg.of(ReasonKind.INSUFFICIENT_UNUSED_QUOTA, ReasonKind.EXCEEDS_MAX_QUOTA)
+                   if r.flavor in (flavor, None)]
         if blocked:
             return False, blocked[0].text
-        if msg.has("topology-no-fit", "topology-partial-fit"):
+        if msg.has(ReasonKind.TOPOLOGY_NO_FIT, ReasonKind.TOPOLOGY_PARTIAL_FIT):
             return True, "Kueue's message names only the topology"
     if cq is None:
         return False, "no ClusterQueue"

@@ -16,8 +16,9 @@ from kueuediag.analysis.guarantees import (
     resource_pending_history,
 )
 from kueuediag.analysis.quota import cq_quotas, quota_tree
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import kueue_index
 from kueuediag.snapshot.metrics import metric_store
@@ -194,7 +195,7 @@ class GuaranteeViolation(Check):
                     since=format_rfc3339(v.since) if v.since else None, since_source=v.since_source,
                     flavors=v.fit.flavors)
         return self.finding(
-            "guarantee-violation", title, " ".join(parts), severity=severity, confidence=confidence,
+            CauseSlug.GUARANTEE_VIOLATION, title, " ".join(parts), severity=severity, confidence=confidence,
             evidence=evidence, about_target=True, data=data,
             remediation=self._remediation(w.namespace, cq),
         )
@@ -225,7 +226,7 @@ class GuaranteeViolation(Check):
                 kind="Workload", name=v.workload.name, namespace=v.workload.namespace,
                 field="status.conditions[type=QuotaReserved]", expected="QuotaReserved=True"))
         return self.finding(
-            "guarantee-violation", title, message, severity=Severity.LOW, confidence=Confidence.MEDIUM,
+            CauseSlug.GUARANTEE_VIOLATION, title, message, severity=Severity.LOW, confidence=Confidence.MEDIUM,
             evidence=evidence, about_target=False, data=data,
             remediation=self._remediation(longest.workload.namespace, longest.cluster_queue),
         )

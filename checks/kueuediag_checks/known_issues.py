@@ -5,8 +5,9 @@ from __future__ import annotations
 from kueuediag.analysis.installation import installation
 from kueuediag.analysis.known_issues import Context, Match, context_for, known_issues, match_all
 from kueuediag.analysis.versions import fixed_version_for, parse_version
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Finding, Severity, ev
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
 
@@ -100,7 +101,7 @@ class KnownIssues(Check):
         if issue.effect in ("ordering", "message-only"):
             severity = Severity.MEDIUM if about else Severity.LOW
         return self.finding(
-            "known-issue", title,
+            CauseSlug.KNOWN_ISSUE, title,
             f"{issue.meaning}{effect[issue.effect]} In this snapshot: {m.summary}.{changelog}",
             severity=severity, confidence=m.confidence, evidence=evidence,
             remediation=[upgrade, f"Workaround: {issue.workaround}", *m.stopgap],

@@ -11,9 +11,10 @@ from kueuediag.analysis.signatures import (
     cause_for_reason,
     signature_hits,
 )
-from kueuediag.causes import BY_SLUG
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.causes import BY_SLUG, CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
+from kueuediag.snapshot.kueue import WorkloadState
 from kueuediag.snapshot.logs import LogLine, log_level_info, log_lines
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
@@ -70,7 +71,7 @@ class LogPatterns(Check):
         assert w is not None
         cq = target.cluster_queue(snapshot)
         onset = w.queue_order_time
-        pending = w.state in ("pending", "quota-reserved")
+        pending = w.state in (WorkloadState.PENDING, WorkloadState.QUOTA_RESERVED)
         findings: list[Finding] = []
         cluster_wide: dict[str, list[SignatureHit]] = {}
         about_workload: dict[str, list[SignatureHit]] = {}
@@ -158,7 +159,7 @@ class LogPatterns(Check):
             victims = sorted({v for v in (ln.field_text("targetWorkload") for ln in as_preemptor) if v})
             shown = ", ".join(victims[:5]) + (f" and {len(victims) - 5} more" if len(victims) > 5 else "")
             return self.finding(
-                "preemption-in-progress",
+                CauseSlug.PREEMPTION_IN_PROGRESS,
                 f"logs: preempted {len(victims)} workload(s) to make room ({shown})",
                 f"The scheduler issued preemptions for {w.namespace}/{w.name} ({_when(as_preemptor[-1])}): "
                 f"{shown}. The workload is admitted only once every victim has released its quota; victims "
@@ -170,7 +171,7 @@ class LogPatterns(Check):
         lines = as_victim or list(hit.lines)
         by = sorted({v for v in (ln.field_text("preemptingWorkload") for ln in lines) if v})
         return self.finding(
-            "preemption-in-progress",
+            CauseSlug.PREEMPTION_IN_PROGRESS,
             f"logs: this workload was preempted by {', '.join(by[:3]) or 'another workload'}",
             f"The scheduler preempted {w.namespace}/{w.name} ({_when(lines[-1])}) to admit "
             f"{', '.join(by) or 'another workload'}; it went back to the queue and waits for quota again.",
@@ -246,7 +247,7 @@ class LogPatterns(Check):
         assert w is not None
         if any(f.data.get("signature") in ("evaluated-for-admission", "preempted") for f in findings):
             return None
-        if w.state not in ("pending", "quota-reserved"):
+        if w.state not in (WorkloadState.PENDING, WorkloadState.QUOTA_RESERVED):
             return None
         info = log_level_info(snap)
         level = info.effective
@@ -268,7 +269,7 @@ class LogPatterns(Check):
                              for s in ("evaluated-for-admission", "preempted"))
         how = "the manager's --zap-log-level flag" if info.flag is not None else "the logs (no flag found)"
         return self.finding(
-            "logging-insufficient",
+            CauseSlug.LOGGING_INSUFFICIENT,
             f"controller logs at level {level}: the V(3)+ why-lines are not emitted",
             f"According to {how}, Kueue logs at level {level}, so {names} (V3) never reach the logs, and the "
             f"logs cannot say why {w.namespace}/{w.name} is pending. Raise the manager to --zap-log-level=5 "

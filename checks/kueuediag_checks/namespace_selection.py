@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from kueuediag.analysis.kueue_config import namespace_labels, selector_str
-from kueuediag.analysis.messages import PendingMessage
+from kueuediag.analysis.messages import PendingMessage, ReasonKind
 from kueuediag.analysis.queue_route import QueueRoute
-from kueuediag.check import ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.models import Confidence, Evidence, Finding, Severity, ev
 from kueuediag.snapshot.k8s import label_selector_matches
 from kueuediag.snapshot.kueue import ClusterQueueView, WorkloadView
 from kueuediag.snapshot.model import Snapshot
@@ -70,9 +70,9 @@ class NamespaceSelection(SubmissionCheck):
         selector = cq.namespace_selector
         if label_selector_matches(selector, ns_labels):
             return []
-        msg = pm is not None and pm.has("namespace-mismatch")
+        msg = pm is not None and pm.has(ReasonKind.NAMESPACE_MISMATCH)
         quoted = (
-            pm.of("namespace-mismatch")[0].text
+            pm.of(ReasonKind.NAMESPACE_MISMATCH)[0].text
             if pm is not None and msg
             else "workload namespace doesn't match ClusterQueue selector"
         )
@@ -119,7 +119,7 @@ class NamespaceSelection(SubmissionCheck):
         ]
         return [
             self.finding(
-                "namespace-not-selected",
+                CauseSlug.NAMESPACE_NOT_SELECTED,
                 title,
                 f"The scheduler rejects the workload on every cycle (`{quoted}`): {why}.",
                 confidence=confidence,

@@ -12,9 +12,10 @@ from kueuediag.analysis.preemption_victims import (
 )
 from kueuediag.analysis.quota import quota_tree
 from kueuediag.analysis.versions import behaviour
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
-from kueuediag.snapshot.kueue import WorkloadView
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
+from kueuediag.snapshot.kueue import WorkloadState, WorkloadView
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
@@ -75,7 +76,7 @@ class Preemption(Check):
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
-        if w.state != "pending":
+        if w.state != WorkloadState.PENDING:
             return CheckResult.not_applicable(f"the workload is {w.state}, not pending")
         qr = w.cond("QuotaReserved")
         if qr is None or not qr.false:
@@ -187,7 +188,7 @@ class Preemption(Check):
                            "out of band of Kueue.")
         strong = n_cqs >= 2 or victim in own
         return self.finding(
-            "stuck-preemption-target", title, message, severity=Severity.HIGH,
+            CauseSlug.STUCK_PREEMPTION_TARGET, title, message, severity=Severity.HIGH,
             confidence=Confidence.HIGH if strong else Confidence.MEDIUM, evidence=evidence,
             remediation=remediation,
             data={"victim": victim.workload.ref(), "zombie_pod": f"{zombie.pod.namespace}/{zombie.pod.name}",
@@ -266,7 +267,7 @@ class Preemption(Check):
         remediation.append("Stop-gap before a known wave (migration, burst of high-priority work): evict the "
                            "borrowing/low-priority workloads by hand so their grace periods run in parallel.")
         return self.finding(
-            "slow-preemption", title, message, severity=Severity.HIGH,
+            CauseSlug.SLOW_PREEMPTION, title, message, severity=Severity.HIGH,
             confidence=Confidence.HIGH if pod_int and any(x in own for x in slow) else Confidence.MEDIUM,
             evidence=evidence, remediation=remediation,
             data={"victims": [x.workload.ref() for x in slow], "grace_seconds": grace, "pre_stop": pre_stop,
@@ -320,7 +321,7 @@ class Preemption(Check):
         if since is not None and since >= stale:
             # Unchanged for far longer than any grace period: not a preemption in progress but one that is stuck.
             return self.finding(
-                "stuck-preemption-target",
+                CauseSlug.STUCK_PREEMPTION_TARGET,
                 f"preemption has not progressed for {human_duration(since)}: {title}",
                 f"{message} The QuotaReserved message has not changed for {human_duration(since)} (its "
                 "lastTransitionTime), far beyond a scheduling cycle or a victim's grace period: the preemption is "
@@ -332,7 +333,7 @@ class Preemption(Check):
                       "waiting_seconds": round(since), "stale_after_seconds": round(stale)},
             )
         return self.finding(
-            "preemption-in-progress", title, message, severity=Severity.LOW, confidence=confidence,
+            CauseSlug.PREEMPTION_IN_PROGRESS, title, message, severity=Severity.LOW, confidence=confidence,
             evidence=evidence,
             data={"victims": [v.workload.ref() for v in victims], "preempting": n,
                   "waiting_seconds": round(since) if since is not None else None},

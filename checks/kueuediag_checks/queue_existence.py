@@ -15,8 +15,8 @@ from kueuediag.analysis.kueue_config import (
     selector_str,
 )
 from kueuediag.analysis.queue_route import QueueRoute, queue_route
-from kueuediag.check import ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.snapshot.k8s import label_selector_matches, labels, meta
 from kueuediag.snapshot.kueue import events_for, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -119,7 +119,7 @@ class QueueExistence(SubmissionCheck):
             pkind, pname = str(parent.get("kind")), str(meta(parent).get("name"))
             return [
                 self.finding(
-                    "not-managed",
+                    CauseSlug.NOT_MANAGED,
                     f"{who} is part of {pkind}/{pname}: Kueue queues it as workload/{parent_wl.name}",
                     f"Kueue creates one Workload for the top-level {pkind}, not for the {kind} it owns; the {kind} "
                     f"waits with its parent. Diagnose {pkind.lower()}/{pname} (workload/{parent_wl.name}) instead.",
@@ -418,7 +418,7 @@ class QueueExistence(SubmissionCheck):
             remediation += [x for x in r.remediation if x not in remediation]
         return [
             self.finding(
-                "not-managed",
+                CauseSlug.NOT_MANAGED,
                 f"{who} has no Workload: {first.title}",
                 message,
                 confidence=confidence,
@@ -441,7 +441,7 @@ class QueueExistence(SubmissionCheck):
         if route.state == "no-queue-name":
             out.append(
                 self.finding(
-                    "localqueue-missing",
+                    CauseSlug.LOCALQUEUE_MISSING,
                     "Workload has no spec.queueName",
                     "The Workload names no LocalQueue (the job was managed through manageJobsWithoutQueueName "
                     "without a queue-name label, and no LocalQueue `default` existed): it can never be admitted.",
@@ -470,7 +470,7 @@ class QueueExistence(SubmissionCheck):
             hint = f" Did you mean `{close[0]}`?" if close else ""
             out.append(
                 self.finding(
-                    "localqueue-missing",
+                    CauseSlug.LOCALQUEUE_MISSING,
                     f"LocalQueue {lq_name} does not exist in namespace {w.namespace}",
                     f"The Workload is submitted to LocalQueue `{lq_name}`, which does not exist in namespace "
                     f"{w.namespace} (LocalQueues there: {', '.join(ns_queues) or 'none'}).{hint} Kueue marks it "
@@ -512,7 +512,7 @@ class QueueExistence(SubmissionCheck):
         cqs = sorted(idx.cluster_queues)
         out.append(
             self.finding(
-                "clusterqueue-missing",
+                CauseSlug.CLUSTERQUEUE_MISSING,
                 f"LocalQueue {lq.name} points at ClusterQueue {lq.cluster_queue}, which does not exist",
                 f"LocalQueue {lq.namespace}/{lq.name} has spec.clusterQueue `{lq.cluster_queue}`, but no such "
                 f"ClusterQueue exists (ClusterQueues: {', '.join(cqs) or 'none'}). Workloads submitted to it stay "

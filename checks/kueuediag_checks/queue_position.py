@@ -6,11 +6,12 @@ from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
-from kueuediag.analysis.messages import parse_pending_message
+from kueuediag.analysis.messages import ReasonKind, parse_pending_message
 from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
 from kueuediag.analysis.quota import WorkloadFit, workload_fit
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import FlavorResource, kueue_index
 from kueuediag.snapshot.model import Part, Snapshot
@@ -240,7 +241,7 @@ class QueuePosition(Check):
             "priority": entry.priority,
         }
         return self.finding(
-            "queued-behind",
+            CauseSlug.QUEUED_BEHIND,
             title,
             message,
             severity=Severity.MEDIUM,
@@ -254,7 +255,7 @@ class QueuePosition(Check):
 def _namespace_mismatch(e: QueueEntry) -> bool:
     """StrictFIFO does not keep a head blocked by a namespace mismatch at the head (kueue-facts §14)."""
     qr = e.workload.cond("QuotaReserved")
-    return bool(qr and qr.false and parse_pending_message(qr.message).has("namespace-mismatch"))
+    return bool(qr and qr.false and parse_pending_message(qr.message).has(ReasonKind.NAMESPACE_MISMATCH))
 
 
 def _class(e: QueueEntry) -> str:

@@ -6,8 +6,8 @@ from typing import Any
 
 from kueuediag.analysis.messages import parse_cq_inactive_message
 from kueuediag.analysis.queue_route import QueueRoute, collected
-from kueuediag.check import ev
-from kueuediag.models import Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.models import Confidence, Evidence, Finding, Severity, ev
 from kueuediag.snapshot.k8s import Condition, conditions, meta
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, LocalQueueView, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -126,7 +126,7 @@ class QueueState(SubmissionCheck):
         drain = " and evicts workloads it already admitted" if lq.stop_policy == "HoldAndDrain" else ""
         return [
             self.finding(
-                "localqueue-stopped",
+                CauseSlug.LOCALQUEUE_STOPPED,
                 f"LocalQueue {lq.name} is stopped ({what})",
                 f"LocalQueue {lq.namespace}/{lq.name} is stopped ({what}): it accepts no new admissions{drain}, so the "
                 f"workload is held (`LocalQueue {lq.name} is stopped`) until someone resumes the queue.",
@@ -307,7 +307,7 @@ class QueueState(SubmissionCheck):
         reason = active.reason if status_false and active is not None else _first_reason(parts)
         return [
             self.finding(
-                "clusterqueue-inactive",
+                CauseSlug.CLUSTERQUEUE_INACTIVE,
                 f"ClusterQueue {cq.name} is inactive: {summary}",
                 f"ClusterQueue {cq.name} cannot admit new workloads ({reason}): {summary}. Every workload in it stays "
                 f"pending with `ClusterQueue {cq.name} is inactive`.{status_note}",

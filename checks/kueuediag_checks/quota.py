@@ -6,7 +6,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from kueuediag.analysis.messages import PendingMessage, Reason, parse_pending_message
+from kueuediag.analysis.messages import PendingMessage, Reason, ReasonKind, parse_pending_message
 from kueuediag.analysis.queue_order import queue_entry
 from kueuediag.analysis.quota import (
     FitVerdict,
@@ -17,11 +17,12 @@ from kueuediag.analysis.quota import (
     quota_tree,
     workload_fit,
 )
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import Condition
-from kueuediag.snapshot.kueue import WorkloadView, events_for, kueue_index, workloads
+from kueuediag.snapshot.kueue import WorkloadState, WorkloadView, events_for, kueue_index, workloads
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
@@ -106,7 +107,8 @@ class QuotaCheck(Check):
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
-        if w.holds_quota or w.state in ("admitted", "finished", "quota-reserved") or not w.active:
+        done = (WorkloadState.ADMITTED, WorkloadState.FINISHED, WorkloadState.QUOTA_RESERVED)
+        if w.holds_quota or w.state in done or not w.active:
             why = "holds quota" if w.holds_quota else f"is {w.state}" if w.active else "is deactivated"
             return CheckResult.not_applicable(f"the workload {why}: quota does not hold it back")
         found = self._diagnose(snapshot, target, w)
@@ -179,7 +181,7 @@ class QuotaCheck(Check):
             if age < self.opts["evaluation_grace_seconds"]:
                 return []
             return [self.finding(
-                "not-yet-evaluated", f"no QuotaReserved condition after {human_duration(age)}",
+                CauseSlug.NOT_YET_EVALUATED, f"no QuotaReserved condition after {human_duration(age)}",
                 "Kueue has not written a QuotaReserved condition yet. The ClusterQueue could not be read "
                 f"({hidden}), so the quota could not be recomputed.",
                 confidence=Confidence.MEDIUM, evidence=[self._cond_ev(w, None)],
@@ -188,10 +190,10 @@ class QuotaCheck(Check):
         cause = self._cause_from_condition(w, qr, pm)
         if cause not in ("waiting-for-quota", "exceeds-max-quota", "preemption-in-progress", "not-yet-evaluated"):
             return []
-        short = _first(pm, "insufficient-unused-quota") or _first(pm, "exceeds-max-quota")
+        short = _first(pm, ReasonKind.INSUFFICIENT_UNUSED_QUOTA) or _first(pm, ReasonKind.EXCEEDS_MAX_QUOTA)
         if short is not None and short.resource and short.amount is not None:
             what = (f"{format_quantity(short.amount, short.resource)} more {short.resource} needed in flavor "
-                    f"{short.flavor}" if short.kind == "insufficient-unused-quota" else
+                    f"{short.flavor}" if short.kind == ReasonKind.INSUFFICIENT_UNUSED_QUOTA else
                     f"requests {format_quantity(short.amount, short.resource)} {short.resource} in flavor "
                     f"{short.flavor}, maximum capacity {short.capacity}")
         else:
@@ -228,22 +230,22 @@ class QuotaCheck(Check):
         reason = qr.reason
         if reason == "WaitingForPreemptedWorkloads" or pm.preempting or pm.preemption_failed:
             return "preemption-in-progress"
-        if pm.has("overlapping-targets") and "will fit after these preemptions complete" in qr.message:
+        if pm.has(ReasonKind.OVERLAPPING_TARGETS) and "will fit after these preemptions complete" in qr.message:
             return "preemption-in-progress"
         if reason == "ExceedsMaxQuota":
             return "exceeds-max-quota"
         if reason == "WaitingForQuota":
             return "waiting-for-quota"
-        if reason == "PendingEvaluation" or pm.has("pending-evaluation", "bypassed"):
+        if reason == "PendingEvaluation" or pm.has(ReasonKind.PENDING_EVALUATION, ReasonKind.BYPASSED):
             return "not-yet-evaluated"
         evicted = w.cond("Evicted")
         if reason in _EVICTION_REASONS or (evicted is not None and evicted.true and qr.message == evicted.message):
             return "evicted"
-        if pm.has("exceeds-max-quota") and not pm.has(
-            "insufficient-unused-quota", "no-longer-fits", "overlapping-targets"
+        if pm.has(ReasonKind.EXCEEDS_MAX_QUOTA) and not pm.has(
+            ReasonKind.INSUFFICIENT_UNUSED_QUOTA, ReasonKind.NO_LONGER_FITS, ReasonKind.OVERLAPPING_TARGETS
         ):
             return "exceeds-max-quota"
-        if pm.has("insufficient-unused-quota", "no-longer-fits", "overlapping-targets"):
+        if pm.has(ReasonKind.INSUFFICIENT_UNUSED_QUOTA, ReasonKind.NO_LONGER_FITS, ReasonKind.OVERLAPPING_TARGETS):
             return "waiting-for-quota"
         # submission layer (KD001, KD003-KD006), admission gates, PodsReady blocking, TAS placement: not quota
         return None
@@ -318,7 +320,7 @@ class QuotaCheck(Check):
                 f"{age_txt} ago in ClusterQueue {cq}"
             )
         return self.finding(
-            "not-yet-evaluated",
+            CauseSlug.NOT_YET_EVALUATED,
             title,
             f"{how}, {verdict}.",
             severity=severity,
@@ -365,7 +367,7 @@ class QuotaCheck(Check):
         qr: Condition | None,
         pm: PendingMessage | None,
     ) -> Finding:
-        msg_reasons = pm.of("exceeds-max-quota") if pm else []
+        msg_reasons = pm.of(ReasonKind.EXCEEDS_MAX_QUOTA) if pm else []
         rf = _never_fitting(fit)
         evidence = [self._cond_ev(w, qr)] if qr is not None else []
         if rf is not None:
@@ -434,7 +436,7 @@ class QuotaCheck(Check):
         # both sources agree, or the recomputation alone with no scheduler verdict to contradict it
         confidence = Confidence.HIGH if rf is not None and (len(sources) == 2 or qr is None) else Confidence.MEDIUM
         return self.finding(
-            "exceeds-max-quota",
+            CauseSlug.EXCEEDS_MAX_QUOTA,
             title,
             message,
             severity=Severity.HIGH,
@@ -455,10 +457,11 @@ class QuotaCheck(Check):
     ) -> Finding:
         blocking = fit.blocking() if fit is not None else []
         rf = blocking[0][1] if blocking else None
-        named = _first(pm, "insufficient-unused-quota") if pm else None
+        named = _first(pm, ReasonKind.INSUFFICIENT_UNUSED_QUOTA) if pm else None
         if named is not None:  # the resource Kueue's own message names, when it still blocks
             rf = next((b for _, b in blocking if (b.resource, b.quota.flavor) == (named.resource, named.flavor)), rf)
-        msg_reason = (_first(pm, "insufficient-unused-quota") or _first(pm, "exceeds-max-quota")) if pm else None
+        msg_reason = (_first(pm, ReasonKind.INSUFFICIENT_UNUSED_QUOTA)
+                      or _first(pm, ReasonKind.EXCEEDS_MAX_QUOTA)) if pm else None
         evidence = [self._cond_ev(w, qr)]
         if rf is not None:
             title = rf.describe().split(", maximum capacity")[0]
@@ -496,7 +499,7 @@ class QuotaCheck(Check):
             data = {}
             remediation = None
         data["cluster_queue"] = cq
-        if pm is not None and pm.has("no-longer-fits"):
+        if pm is not None and pm.has(ReasonKind.NO_LONGER_FITS):
             detail += (
                 " Another workload of the cohort was admitted in the same scheduling cycle and took the "
                 "quota first ('Workload no longer fits after processing another workload')."
@@ -508,7 +511,7 @@ class QuotaCheck(Check):
         fits_later = fit is not None and fit.verdict == FitVerdict.NEEDS_PREEMPTION
         stale = rf is None and fit is not None and fit.fits
         return self.finding(
-            "waiting-for-quota",
+            CauseSlug.WAITING_FOR_QUOTA,
             title,
             f"The workload waits for quota in ClusterQueue {cq}. {detail}",
             # stale (the recomputation fits): an observation, not the cause
@@ -605,7 +608,7 @@ class QuotaCheck(Check):
             "unreachable nodes).",
         ]
         return self.finding(
-            "preemption-in-progress",
+            CauseSlug.PREEMPTION_IN_PROGRESS,
             title,
             message,
             severity=Severity.MEDIUM if holding or not victims else Severity.LOW,
@@ -899,7 +902,7 @@ def _other_flavors(fit: WorkloadFit | None, flavor: str) -> str:
     return f"The other eligible flavor(s) {', '.join(names)} are not large enough either. "
 
 
-def _first(pm: PendingMessage | None, kind: str) -> Reason | None:
+def _first(pm: PendingMessage | None, kind: ReasonKind) -> Reason | None:
     if pm is None:
         return None
     found = pm.of(kind)

@@ -17,6 +17,7 @@ from kueuediag.analysis.capacity import (
     short_in_total,
     topology_assignment,
 )
+from kueuediag.analysis.messages import ReasonKind
 from kueuediag.analysis.scheduling import (
     IMAGE_PULL_REASONS,
     ImagePullFailure,
@@ -25,11 +26,20 @@ from kueuediag.analysis.scheduling import (
     container_start_failures,
     pod_scheduling,
 )
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Evidence, Finding, Severity, ev
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.k8s import PodView, meta, pod_fits_node_labels
-from kueuediag.snapshot.kueue import FlavorView, WorkloadView, events_for, kueue_index, nodes, workload_pods
+from kueuediag.snapshot.kueue import (
+    FlavorView,
+    WorkloadState,
+    WorkloadView,
+    events_for,
+    kueue_index,
+    nodes,
+    workload_pods,
+)
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration, parse_time_lenient
@@ -130,7 +140,7 @@ class ReleaseState(Check):
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
         assert w is not None
-        if w.state != "admitted":
+        if w.state != WorkloadState.ADMITTED:
             # Pending or quota-reserved (admission checks still running): gates and suspend are expected.
             return CheckResult.not_applicable(f"the workload is {w.state}, not admitted: its pods are not released yet")
         if w.is_true("Evicted") or not w.active:
@@ -212,7 +222,7 @@ class ReleaseState(Check):
             f"Do not remove the gate or unsuspend {job} by hand: Kueue injects the flavor's nodeSelector and "
             "tolerations when it releases the job, and a manual release skips that.",
         ]
-        return self.finding("gate-not-removed", title, message, evidence=evidence, remediation=remediation,
+        return self.finding(CauseSlug.GATE_NOT_REMOVED, title, message, evidence=evidence, remediation=remediation,
                             data={"held": [h.name for h in held], "gates": sorted({h.gate for h in held if h.gate}),
                                   "admitted_seconds_ago": round(age) if age is not None else None})
 
@@ -252,7 +262,7 @@ class ReleaseState(Check):
             evidence.append(ev("derived", f"free {res} per node: {layout} (total {h_total}, largest hole {largest})",
                                kind="Node", name=biggest, field=f"status.allocatable[{res}] - pod requests",
                                expected=f">= {per_pod} free on one node"))
-            return self.finding("fragmentation", title, message, evidence=evidence, data=data,
+            return self.finding(CauseSlug.FRAGMENTATION, title, message, evidence=evidence, data=data,
                                 remediation=["See KD201 (fragmentation) for the hole histogram and the node to "
                                              "drain.",
                                              "Enable topology-aware scheduling on the flavor so Kueue admits only "
@@ -277,8 +287,8 @@ class ReleaseState(Check):
             remediation = [f"`kubectl -n {pod.namespace} describe pvc {claims[0] if claims else '<claim>'}`: fix the "
                            "StorageClass/provisioner error it shows, or use a StorageClass with "
                            "`volumeBindingMode: WaitForFirstConsumer`."]
-            return self.finding("kube-unschedulable", title, message, evidence=evidence, remediation=remediation,
-                                data=data)
+            return self.finding(CauseSlug.KUBE_UNSCHEDULABLE, title, message, evidence=evidence,
+                                remediation=remediation, data=data)
         title = f"pod {pod.name} unschedulable{for_}: {failure.summary()}"
         if len(scheds) > 1:
             title += f" ({len(scheds)} pods)"
@@ -286,7 +296,7 @@ class ReleaseState(Check):
         parts = []
         for r in sorted(failure.reasons, key=lambda r: -(r.count or 0)):
             text = _explain(r.kind, r.count, r.text)
-            if r.kind == "node-affinity" and selected:
+            if r.kind == ReasonKind.NODE_AFFINITY and selected:
                 text = (f"{r.count} node(s) are outside the pod's nodeSelector (the flavor's nodeLabels, injected by "
                         f"Kueue); {selected} node(s) do match it, so this part is expected.")
             parts.append(text)
@@ -294,14 +304,14 @@ class ReleaseState(Check):
                    f"failure), but kube-scheduler cannot place it: 0/{failure.total_nodes} nodes are available. "
                    + " ".join(p for p in parts if p))
         flavor = _flavor_of(snap, w)
-        for r in failure.of("untolerated-taint"):
+        for r in failure.of(ReasonKind.UNTOLERATED_TAINT):
             key = (r.taint or "").split(":", 1)[0].strip()
             if flavor is not None and not any(t.get("key") in (key, None, "") for t in flavor.tolerations):
                 message += (f" ResourceFlavor {flavor.name} has no toleration for {key}, so Kueue injected none "
                             "and the job's pod template has none either.")
         remediation = self._unschedulable_fix(snap, w, pod, failure)
         for r in failure.reasons:
-            if r.kind == "untolerated-taint" and r.taint:
+            if r.kind == ReasonKind.UNTOLERATED_TAINT and r.taint:
                 key = r.taint.split(":", 1)[0].strip()
                 tainted = [n for n in nodes(snap) if any(t.get("key") == key for t in n.taints)]
                 for n in tainted[:4]:
@@ -309,7 +319,7 @@ class ReleaseState(Check):
                     evidence.append(ev("object", f"taint {key}={t.get('value', '')}:{t.get('effect')}", kind="Node",
                                        name=n.name, field="spec.taints",
                                        expected="a toleration in the pod (or the ResourceFlavor)"))
-        return self.finding("kube-unschedulable", title, message, evidence=evidence, remediation=remediation,
+        return self.finding(CauseSlug.KUBE_UNSCHEDULABLE, title, message, evidence=evidence, remediation=remediation,
                             data=data)
 
     def _unschedulable_fix(self, snap: Snapshot, w: WorkloadView, pod: PodView,
@@ -319,7 +329,7 @@ class ReleaseState(Check):
         flavor = fv.name if fv is not None else "<flavor>"
         selected = _selector_matches(snap, pod)
         for r in sorted(failure.reasons, key=lambda r: -(r.count or 0)):
-            if r.kind == "untolerated-taint" and r.taint:
+            if r.kind == ReasonKind.UNTOLERATED_TAINT and r.taint:
                 key, _, value = (s.strip() for s in r.taint.partition(":"))
                 effect = "NoSchedule"
                 for n in nodes(snap):
@@ -333,7 +343,7 @@ class ReleaseState(Check):
                            f"'{{\"spec\":{{\"tolerations\":[{tol}]}}}}'` (or add it to the job's pod template); "
                            "declaring the taint in the flavor's `nodeTaints` makes Kueue refuse such jobs instead "
                            "of admitting them.")
-            elif r.kind == "node-affinity" and not selected:
+            elif r.kind == ReasonKind.NODE_AFFINITY and not selected:
                 sel = (pod.obj.get("spec") or {}).get("nodeSelector") or {}
                 out.append(f"Check the pod's nodeSelector {sel} (the flavor's nodeLabels are injected at admission) "
                            "against the node labels: `kubectl get nodes -L " + ",".join(sel) + "`.")
@@ -380,7 +390,7 @@ class ReleaseState(Check):
         else:
             remediation = [f"`kubectl -n {pod.namespace} describe pod {pod.name}`: create the Secret/ConfigMap the "
                            "container references or fix the container's configuration."]
-        return self.finding("pods-not-starting", title, message, evidence=evidence, remediation=remediation,
+        return self.finding(CauseSlug.PODS_NOT_STARTING, title, message, evidence=evidence, remediation=remediation,
                             data={"pod": pod.name, "image": f.image, "reason": f.reason,
                                   "pods": [p.name for p, _ in pulls]})
 
@@ -420,7 +430,7 @@ class ReleaseState(Check):
                    f"(`kubectl -n {m.get('namespace')} describe resourcequota {quota}`) or align the ClusterQueue's "
                    "nominal quota with it")
         count = sum(e.count for e in failed)
-        return self.finding("pods-not-starting", title, message, evidence=evidence, remediation=[fix + "."],
+        return self.finding(CauseSlug.PODS_NOT_STARTING, title, message, evidence=evidence, remediation=[fix + "."],
                             data={"owner": f"{kind}/{m.get('name')}", "failed_create_events": count})
 
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from kueuediag.analysis.flavor_match import FlavorExclusion, group_exclusions, groups_for_pod_set
 from kueuediag.analysis.kueue_config import kueue_config
-from kueuediag.analysis.messages import PendingMessage
+from kueuediag.analysis.messages import PendingMessage, ReasonKind
 from kueuediag.analysis.queue_route import QueueRoute, collected
-from kueuediag.check import ev
-from kueuediag.models import Evidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.models import Evidence, Finding, Severity, ev
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -94,7 +94,7 @@ class ResourceCoverage(SubmissionCheck):
         excl = f" ({', '.join(sorted(excluded))} ignored via resources.excludeResourcePrefixes)" if excluded else ""
         return [
             self.finding(
-                "resource-not-covered",
+                CauseSlug.RESOURCE_NOT_COVERED,
                 f"requests {names}, which ClusterQueue {cq.name} does not cover",
                 f"The workload requests {names}, but no resourceGroup of ClusterQueue {cq.name} lists it in "
                 f"coveredResources (covered: {', '.join(covered) or 'none'}){excl}. The scheduler answers `resource "
@@ -201,13 +201,13 @@ class ResourceCoverage(SubmissionCheck):
                 fixes = []
                 for x in excluded:
                     fv = idx.flavors.get(x.flavor)
-                    if x.kind == "untolerated-taint" and fv is not None:
+                    if x.kind == ReasonKind.UNTOLERATED_TAINT and fv is not None:
                         t = next((t for t in fv.node_taints if t.get("effect") in ("NoSchedule", "NoExecute")), {})
                         fixes.append(
                             f"To use {x.flavor}: add to the pod template `tolerations: [{{key: "
                             f"{t.get('key')}, operator: Exists, effect: {t.get('effect')}}}]`."
                         )
-                    elif x.kind == "node-affinity" and fv is not None:
+                    elif x.kind == ReasonKind.NODE_AFFINITY and fv is not None:
                         want = ", ".join(f"{k}: {v}" for k, v in fv.node_labels.items())
                         fixes.append(
                             f"To use {x.flavor}: make the pod's nodeSelector/affinity agree with its "
@@ -217,7 +217,7 @@ class ResourceCoverage(SubmissionCheck):
                         fixes.append(f"Create ResourceFlavor {x.flavor} or remove it from ClusterQueue {cq.name}.")
                 out.append(
                     self.finding(
-                        "no-matching-flavor",
+                        CauseSlug.NO_MATCHING_FLAVOR,
                         f"no flavor of ClusterQueue {cq.name} fits pod set {ps.name}: "
                         + ", ".join(f"{x.flavor} ({x.kind.replace('-', ' ')})" for x in excluded),
                         f"Pod set {ps.name} needs {covered} from a resource group whose flavors are all excluded "
@@ -237,7 +237,7 @@ class ResourceCoverage(SubmissionCheck):
 def _exclusion_text(x: FlavorExclusion) -> str:
     if x.kind == "not-found":
         return "the ResourceFlavor does not exist"
-    if x.kind == "untolerated-taint":
+    if x.kind == ReasonKind.UNTOLERATED_TAINT:
         return f"{x.detail} (the pod has no matching toleration)"
     return f"doesn't match node affinity: {x.detail}"
 

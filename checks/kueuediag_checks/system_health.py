@@ -24,10 +24,11 @@ from kueuediag.analysis.health import (
     quota_holding_victims as victims_of,
 )
 from kueuediag.analysis.installation import installation
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Outcome, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Outcome, Severity, ev
 from kueuediag.snapshot.k8s import NodeView, meta
-from kueuediag.snapshot.kueue import KueueIndex, WorkloadView, kueue_index, nodes, pods
+from kueuediag.snapshot.kueue import KueueIndex, WorkloadState, WorkloadView, kueue_index, nodes, pods
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import format_rfc3339, human_duration
@@ -101,7 +102,7 @@ class SystemHealth(Check):
 
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
-        pending = w is not None and w.state in ("pending", "quota-reserved")
+        pending = w is not None and w.state in (WorkloadState.PENDING, WorkloadState.QUOTA_RESERVED)
         ctx = _Ctx(snapshot, target, kueue_index(snapshot), w, target.cluster_queue(snapshot), pending,
                    (w.queue_order_time or w.created) if w is not None else None)
         zombies, victims = self._zombies(ctx), self._victims(ctx)
@@ -171,7 +172,7 @@ class SystemHealth(Check):
                        "a Running pod with a deletionTimestamp as active.")
             severity = Severity.HIGH if about else (Severity.MEDIUM if holding else Severity.LOW)
             out.append(self.finding(
-                "zombie-pods", title,
+                CauseSlug.ZOMBIE_PODS, title,
                 f"{n} pod(s) still exist {human_duration(oldest.overdue_seconds)} after their deletion grace "
                 f"period ended (oldest: {oldest.pod.namespace}/{oldest.pod.name}). This happens when the kubelet "
                 f"is gone (NotReady node) or a pod was deleted while pulling its image.{why}",
@@ -288,7 +289,7 @@ class SystemHealth(Check):
                               "take over the lease.")
             about = ctx.pending or ctx.workload is None
             return [self.finding(
-                "controller-unhealthy",
+                CauseSlug.CONTROLLER_UNHEALTHY,
                 f"Kueue controller down: 0/{total} replicas ready ({detail})",
                 f"No kueue-controller-manager replica is ready: nothing is admitted, requeued or released "
                 f"while it is down, and the workload's status is not updated.{candidates}",
@@ -298,7 +299,7 @@ class SystemHealth(Check):
             )]
         if unhealthy:
             return [self.finding(
-                "controller-unhealthy",
+                CauseSlug.CONTROLLER_UNHEALTHY,
                 f"{len(unhealthy)} of {len(pods)} Kueue controller replicas not ready ({detail})",
                 f"{len(healthy)} replica(s) are ready and can hold the leader lease, so admission continues; the "
                 f"failing replica ({detail}) is a warning sign.",
@@ -309,7 +310,7 @@ class SystemHealth(Check):
         top = restarting[0]
         recent = ctx.onset is not None and top.started is not None and top.started >= ctx.onset
         return [self.finding(
-            "controller-unhealthy",
+            CauseSlug.CONTROLLER_UNHEALTHY,
             f"Kueue controller restarted {top.restarts} times ({detail})",
             f"The controller is ready now but restarted {top.restarts} times"
             f"{' (last start ' + format_rfc3339(top.started) + ')' if top.started else ''}. Each restart drops "
@@ -343,7 +344,7 @@ class SystemHealth(Check):
             title = f"{n} node{'s' if n != 1 else ''}{where} unavailable: " + "; ".join(
                 f"{node.name} {', '.join(why)}" for node, why in group[:3]) + (" …" if n > 3 else "")
             out.append(self.finding(
-                "node-unhealthy", title,
+                CauseSlug.NODE_UNHEALTHY, title,
                 f"{n} node(s){where} cannot take (all of) their pods: NotReady nodes run nothing new and their "
                 "pods hang in Terminating; cordoned nodes take no new pods; GPUs missing from allocatable are "
                 "invisible to kube-scheduler. Kueue's quota does not know: admitted workloads may not start.",
@@ -397,7 +398,7 @@ class SystemHealth(Check):
         when = (f"The workload started waiting at {format_rfc3339(anchor)}" if about
                 else f"The snapshot was captured at {format_rfc3339(anchor)}")
         return [self.finding(
-            "config-change", title,
+            CauseSlug.CONFIG_CHANGE, title,
             "Changes close to the moment things went wrong are the first suspects (the talk's third bug: "
             f"guarantee violations began when fair sharing was enabled). {when}; within "
             f"{human_duration(window)}: " + "; ".join(items) + ".",

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 from kueuediag.analysis.kueue_config import kueue_config
-from kueuediag.analysis.messages import PendingMessage
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Finding, Severity
+from kueuediag.analysis.messages import PendingMessage, ReasonKind
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Finding, Severity, ev
 from kueuediag.snapshot.k8s import Condition
-from kueuediag.snapshot.kueue import WorkloadView
+from kueuediag.snapshot.kueue import WorkloadState, WorkloadView
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
@@ -51,7 +52,7 @@ class WorkloadActivation(Check):
 
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         w = target.workload
-        if w is None or w.state == "finished":
+        if w is None or w.state == WorkloadState.FINISHED:
             return CheckResult.not_applicable("the workload is finished" if w else "no Workload exists")
         p = pending(w)
         if p is None:
@@ -173,7 +174,7 @@ class WorkloadActivation(Check):
         ago = f" {human_duration(snap.age_seconds(when))} ago" if when else ""
         return [
             self.finding(
-                "deactivated",
+                CauseSlug.DEACTIVATED,
                 f"Workload is deactivated (spec.active: false): {reason} — {why}",
                 f"The Workload was deactivated{ago} because {why}"
                 f"{': ' + detail if detail else ''}. A deactivated Workload is never considered for admission "
@@ -192,8 +193,8 @@ class WorkloadActivation(Check):
             and qr.false
             and (qr.reason == "AdmissionGated" or qr.message.startswith("Admission is gated by"))
         )
-        if gate or (qr_gated and pm is not None and pm.has("admission-gated")):
-            names = gate or next((r.name or "" for r in (pm.of("admission-gated") if pm else [])), "")
+        if gate or (qr_gated and pm is not None and pm.has(ReasonKind.ADMISSION_GATED)):
+            names = gate or next((r.name or "" for r in (pm.of(ReasonKind.ADMISSION_GATED) if pm else [])), "")
             evidence = []
             if gate:
                 evidence.append(
@@ -220,7 +221,7 @@ class WorkloadActivation(Check):
                 )
             out.append(
                 self.finding(
-                    "admission-gated",
+                    CauseSlug.ADMISSION_GATED,
                     f"admission is gated by {names}",
                     f"The annotation `{GATED_BY}` lists {names}: Kueue will not reserve quota until each named "
                     "controller removes itself from the annotation.",
@@ -243,7 +244,7 @@ class WorkloadActivation(Check):
             for g in (w.obj.get("status") or {}).get("preemptionGates") or ()
             if isinstance(g, dict)
         }
-        msg_gated = pm is not None and pm.has("preemption-gated")
+        msg_gated = pm is not None and pm.has(ReasonKind.PREEMPTION_GATED)
         if (blocked is not None and blocked.true) or msg_gated:
             closed = [g for g in spec_gates if status_gates.get(g, "Closed") != "Open"] or spec_gates
             positions = ", ".join(f"{g} ({status_gates.get(g, 'Closed')})" for g in spec_gates) or "none"
@@ -282,7 +283,7 @@ class WorkloadActivation(Check):
             shown = ", ".join(closed) or "(unnamed)"
             out.append(
                 self.finding(
-                    "admission-gated",
+                    CauseSlug.ADMISSION_GATED,
                     f"needs preemption, but preemption gate {shown} is closed",
                     "The workload only fits by preempting others, and its preemption gate(s) "
                     f"{shown} are Closed (`Workload requires preemption, but it's gated`): it waits until the "

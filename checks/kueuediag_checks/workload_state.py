@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Confidence, Finding, Severity
+from kueuediag.causes import CauseSlug
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Confidence, Finding, Severity, ev
+from kueuediag.snapshot.kueue import WorkloadState as State
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
@@ -40,20 +42,20 @@ class WorkloadState(Check):
         w = target.workload
         assert w is not None
         state = w.state
-        if state not in ("admitted", "finished"):
+        if state not in (State.ADMITTED, State.FINISHED):
             return CheckResult.ruled_out(ev(
                 "condition", f"Admitted and Finished are not True: the Workload is {state}", kind="Workload",
                 name=w.name, namespace=w.namespace, field="status.conditions[type=Admitted]"))
-        cond = w.cond("Finished" if state == "finished" else "Admitted")
+        cond = w.cond("Finished" if state == State.FINISHED else "Admitted")
         assert cond is not None
         age = snapshot.age_seconds(cond.last_transition)
         when = f" {human_duration(age)} ago" if age is not None else ""
-        if state == "finished":
+        if state == State.FINISHED:
             title = f"finished ({cond.reason}){when}"
         else:
             title = f"admitted by ClusterQueue {w.admission_cq}{when}"
         return [self.finding(
-            "not-pending", title,
+            CauseSlug.NOT_PENDING, title,
             f"The Workload is {state}: condition {cond.type}=True, reason {cond.reason}: {cond.message}".rstrip(": "),
             confidence=Confidence.HIGH,
             evidence=[ev("condition", f"{cond.type}=True ({cond.reason})", kind="Workload", name=w.name,

@@ -24,7 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kueuediag.analysis.preemption_victims import preemption_victims
-from kueuediag.snapshot.kueue import cluster_queue_of, events, kueue_index, workloads, workloads_by_cluster_queue
+from kueuediag.snapshot.kueue import (
+    WorkloadState,
+    cluster_queue_of,
+    events,
+    kueue_index,
+    workloads,
+    workloads_by_cluster_queue,
+)
 from kueuediag.snapshot.metrics import (
     MetricStore,
     Series,
@@ -271,7 +278,7 @@ def rates_from_objects(snap: Snapshot, cq: str | None, window: float) -> Rates:
     by_cq = {name: [t for t in _dedupe(entries) if start < t <= end] for name, entries in admissions.items()}
     pre_by_cq = {name: [t for t in _dedupe(entries) if start < t <= end] for name, entries in preemptions.items()}
     pending_by_cq = {
-        name: float(sum(1 for w in wls if w.state == "pending" and w.active and not w.is_true("Finished")))
+        name: float(sum(1 for w in wls if w.state == WorkloadState.PENDING and w.active and not w.is_true("Finished")))
         for name, wls in workloads_by_cluster_queue(snap).items()
     }
     all_adm = sorted(t for ts in by_cq.values() for t in ts)

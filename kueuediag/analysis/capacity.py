@@ -23,7 +23,7 @@ from typing import Any
 
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.k8s import NodeView, pod_fits_node_labels, pod_spec_requests, taint_str, untolerated_taints
-from kueuediag.snapshot.kueue import FlavorView, nodes, pods_by_node, workloads
+from kueuediag.snapshot.kueue import FlavorView, WorkloadState, nodes, pods_by_node, workloads
 from kueuediag.snapshot.model import Snapshot
 
 DEFAULT_GPU_RESOURCES: tuple[str, ...] = ("nvidia.com/gpu",)
@@ -461,7 +461,7 @@ def common_shape(snap: Snapshot, resource: str) -> Decimal | None:
     def build() -> Decimal | None:
         counts: Counter[Decimal] = Counter()
         for w in workloads(snap):
-            if w.state == "finished" or not w.active:
+            if w.state == WorkloadState.FINISHED or not w.active:
                 continue
             for ps in w.pod_sets:
                 q = ps.requests.get(resource, ZERO)

@@ -30,6 +30,7 @@ from kueuediag.analysis.quota import FlavorResourceQuota, WorkloadFit, cq_quotas
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import (
     FlavorResource,
+    WorkloadState,
     WorkloadView,
     cluster_queue_of,
     kueue_index,
@@ -180,7 +181,7 @@ def pending_since(w: WorkloadView) -> tuple[datetime | None, str]:
 
 def is_pending(w: WorkloadView) -> bool:
     """Waiting for quota: no reservation, active, not finished."""
-    return w.state == "pending" and w.active
+    return w.state == WorkloadState.PENDING and w.active
 
 
 Release = tuple[datetime, WorkloadView, dict[FlavorResource, Decimal]]

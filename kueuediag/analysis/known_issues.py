@@ -34,13 +34,13 @@ from kueuediag.analysis.installation import installation
 from kueuediag.analysis.object_path import first_text, holds
 from kueuediag.analysis.signatures import BY_ID, Signature, SignatureHit, scan, signature_hits
 from kueuediag.analysis.versions import Version, behaviour, gate_introduced, has_behaviour, parse_version, satisfies
-from kueuediag.check import ev
-from kueuediag.models import Confidence, Evidence, Severity
+from kueuediag.models import Confidence, Evidence, Severity, ev
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.k8s import meta, required_node_terms
 from kueuediag.snapshot.kueue import (
     ClusterQueueView,
     KueueIndex,
+    WorkloadState,
     WorkloadView,
     cluster_queue_of,
     kueue_index,
@@ -232,7 +232,8 @@ class Context:
 
     @property
     def pending(self) -> bool:
-        return self.workload is not None and self.workload.state in ("pending", "quota-reserved")
+        waiting = (WorkloadState.PENDING, WorkloadState.QUOTA_RESERVED)
+        return self.workload is not None and self.workload.state in waiting
 
 
 @dataclass
@@ -566,7 +567,8 @@ def _pod_victims_terminating(ctx: Context, args: dict[str, Any]) -> Fingerprint 
 def _priority_class_drift(ctx: Context, _args: dict[str, Any]) -> Fingerprint | None:
     drift = []
     for w in workloads(ctx.snap):
-        if w.state == "finished" or w.priority_class_kind != "WorkloadPriorityClass" or not w.priority_class:
+        if w.state == WorkloadState.FINISHED or w.priority_class_kind != "WorkloadPriorityClass" \
+                or not w.priority_class:
             continue
         value = ctx.idx.priority_classes.get(w.priority_class)
         if value is not None and value != w.priority:
@@ -592,7 +594,7 @@ def _pending_message(w: WorkloadView) -> str:
 
 def _pending_workloads(ctx: Context) -> list[WorkloadView]:
     """Pending workloads with a recorded message, the target first."""
-    ws = [w for w in workloads(ctx.snap) if w.state == "pending" and _pending_message(w)]
+    ws = [w for w in workloads(ctx.snap) if w.state == WorkloadState.PENDING and _pending_message(w)]
     return sorted(ws, key=lambda w: 0 if ctx.workload is not None and w.name == ctx.workload.name
                   and w.namespace == ctx.workload.namespace else 1)
 
@@ -735,7 +737,7 @@ def _hostname_top_level(ctx: Context, _args: dict[str, Any]) -> Fingerprint | No
 
 def _queue_name_not_propagated(ctx: Context, _args: dict[str, Any]) -> Fingerprint | None:
     for w in workloads(ctx.snap):
-        if w.queue_name or w.state == "finished":
+        if w.queue_name or w.state == WorkloadState.FINISHED:
             continue
         for ref in meta(w.obj).get("ownerReferences") or ():
             owner = ctx.snap.by_uid(str(ref.get("uid"))) if isinstance(ref, dict) else None

@@ -10,15 +10,50 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from enum import StrEnum
 
 from kueuediag.quantity import QuantityError, parse_quantity
+
+
+class ReasonKind(StrEnum):
+    """What one reason in a pending message says (one member per message pattern Kueue writes)."""
+
+    INSUFFICIENT_UNUSED_QUOTA = "insufficient-unused-quota"
+    EXCEEDS_MAX_QUOTA = "exceeds-max-quota"
+    RESOURCE_UNAVAILABLE = "resource-unavailable"
+    FLAVOR_NOT_FOUND = "flavor-not-found"
+    UNTOLERATED_TAINT = "untolerated-taint"
+    NODE_AFFINITY = "node-affinity"
+    FLAVOR_MISSING_RESOURCE = "flavor-missing-resource"
+    TOPOLOGY_NO_FIT = "topology-no-fit"
+    TOPOLOGY_PARTIAL_FIT = "topology-partial-fit"
+    TAS_CONFIG = "tas-config"
+    LQ_MISSING = "lq-missing"
+    LQ_STOPPED = "lq-stopped"
+    LQ_INACTIVE = "lq-inactive"
+    CQ_MISSING = "cq-missing"
+    CQ_STOPPED = "cq-stopped"
+    CQ_INACTIVE = "cq-inactive"
+    NAMESPACE_MISMATCH = "namespace-mismatch"
+    ADMISSION_GATED = "admission-gated"
+    FAILED_CHECKS = "failed-checks"
+    OVERLAPPING_TARGETS = "overlapping-targets"
+    NO_LONGER_FITS = "no-longer-fits"
+    PREEMPTION_GATED = "preemption-gated"
+    WAITING_PODSREADY = "waiting-podsready"
+    VALIDATION = "validation"
+    PENDING_EVALUATION = "pending-evaluation"
+    BYPASSED = "bypassed"
+    DEACTIVATED = "deactivated"
+    DRA = "dra"
+    OTHER = "other"
 
 
 @dataclass(frozen=True)
 class Reason:
     """One reason from a pending message."""
 
-    kind: str
+    kind: ReasonKind
     """insufficient-unused-quota | exceeds-max-quota | resource-unavailable | flavor-not-found |
     untolerated-taint | node-affinity | flavor-missing-resource | topology-no-fit | topology-partial-fit |
     tas-config | namespace-mismatch | cq-inactive | cq-missing | lq-missing | lq-inactive | lq-stopped |
@@ -45,10 +80,10 @@ class PendingMessage:
     """N in 'Pending the preemption of N workload(s)'"""
     preemption_failed: int | None = None
 
-    def of(self, *kinds: str) -> list[Reason]:
+    def of(self, *kinds: ReasonKind) -> list[Reason]:
         return [r for r in self.reasons if r.kind in kinds]
 
-    def has(self, *kinds: str) -> bool:
+    def has(self, *kinds: ReasonKind) -> bool:
         return any(r.kind in kinds for r in self.reasons)
 
 
@@ -61,34 +96,36 @@ def _q(text: str) -> Decimal | None:
 
 _EXCL = r'[A-Za-z]+(?: "[^"]*")?: \d+(?:, [A-Za-z]+(?: "[^"]*")?: \d+)*'
 
-_FLAVOR_REASONS: list[tuple[str, re.Pattern[str]]] = [
-    ("insufficient-unused-quota", re.compile(
+_FLAVOR_REASONS: list[tuple[ReasonKind, re.Pattern[str]]] = [
+    (ReasonKind.INSUFFICIENT_UNUSED_QUOTA, re.compile(
         r"insufficient unused quota (?:in cohort )?for (?P<resource>\S+) in flavor (?P<flavor>\S+?), "
         r"(?P<amount>\S+) more needed")),
-    ("exceeds-max-quota", re.compile(
+    (ReasonKind.EXCEEDS_MAX_QUOTA, re.compile(
         r"insufficient quota for (?P<resource>\S+) in flavor (?P<flavor>\S+?), previously considered podsets "
         r"requests \((?P<previous>[^)]*)\) \+ current podset request \((?P<amount>[^)]*)\) > maximum capacity "
         r"\((?P<capacity>[^)]*)\)")),
-    ("exceeds-max-quota", re.compile(
+    (ReasonKind.EXCEEDS_MAX_QUOTA, re.compile(
         r"insufficient quota for (?P<resource>\S+) in flavor (?P<flavor>\S+?), request > maximum capacity "
         r"\((?P<amount>\S+) > (?P<capacity>[^)]+)\)")),
-    ("exceeds-max-quota", re.compile(
+    (ReasonKind.EXCEEDS_MAX_QUOTA, re.compile(
         r"insufficient quota for (?P<resource>\S+) in flavor (?P<flavor>\S+?) in ClusterQueue")),
-    ("resource-unavailable", re.compile(r"resource (?P<resource>\S+) unavailable in ClusterQueue")),
-    ("flavor-not-found", re.compile(r"flavor (?P<flavor>\S+?) not found")),
-    ("untolerated-taint", re.compile(r"untolerated taint (?P<name>\{[^}]*\}) in flavor (?P<flavor>[^\s,;.]+)")),
-    ("node-affinity", re.compile(r"flavor (?P<flavor>\S+?) doesn't match node affinity")),
-    ("flavor-missing-resource", re.compile(r"flavor (?P<flavor>\S+?) does not provide resource (?P<resource>\S+)")),
-    ("topology-no-fit", re.compile(
+    (ReasonKind.RESOURCE_UNAVAILABLE, re.compile(r"resource (?P<resource>\S+) unavailable in ClusterQueue")),
+    (ReasonKind.FLAVOR_NOT_FOUND, re.compile(r"flavor (?P<flavor>\S+?) not found")),
+    (ReasonKind.UNTOLERATED_TAINT, re.compile(
+        r"untolerated taint (?P<name>\{[^}]*\}) in flavor (?P<flavor>[^\s,;.]+)")),
+    (ReasonKind.NODE_AFFINITY, re.compile(r"flavor (?P<flavor>\S+?) doesn't match node affinity")),
+    (ReasonKind.FLAVOR_MISSING_RESOURCE, re.compile(
+        r"flavor (?P<flavor>\S+?) does not provide resource (?P<resource>\S+)")),
+    (ReasonKind.TOPOLOGY_NO_FIT, re.compile(
         r"topology \"(?P<name>[^\"]+)\" doesn't allow to fit any of (?P<amount>\d+) (?P<unit>pod|slice)\(s\)"
         r"(?:\. Total nodes: (?P<total>\d+); excluded: (?P<excluded>" + _EXCL + "))?")),
-    ("topology-partial-fit", re.compile(
+    (ReasonKind.TOPOLOGY_PARTIAL_FIT, re.compile(
         r"topology \"(?P<name>[^\"]+)\" allows to fit only (?P<fit>\d+) out of (?P<amount>\d+) "
         r"(?P<unit>pod|slice)\(s\)(?:\. Total nodes: (?P<total>\d+); excluded: (?P<excluded>" + _EXCL + "))?")),
-    ("topology-no-fit", re.compile(
+    (ReasonKind.TOPOLOGY_NO_FIT, re.compile(
         r"topology \"(?P<name>[^\"]+)\" doesn't allow to fit; (?P<fit>\d+)/(?P<amount>\d+) slice\(s\) fit on level "
         r"(?P<level>\S+)")),
-    ("tas-config", re.compile(
+    (ReasonKind.TAS_CONFIG, re.compile(
         r"(Flavor \"(?P<flavor>[^\"]+)\" (?:does not support TopologyAwareScheduling|information missing in TAS cache|"
         r"does not contain the requested level|supports only TopologyAwareScheduling)|"
         r"no requested topology level[^,;]*|"
@@ -96,28 +133,30 @@ _FLAVOR_REASONS: list[tuple[str, re.Pattern[str]]] = [
         r"TAS cache information|no TAS flavor assigned|more than one TAS flavor assigned[^,;]*)")),
 ]
 
-_WHOLE: list[tuple[str, re.Pattern[str]]] = [
-    ("lq-missing", re.compile(r"^LocalQueue (?P<name>\S+) (?:doesn't exist|is terminating or missing)")),
-    ("lq-stopped", re.compile(r"^LocalQueue (?P<name>\S+) is stopped")),
-    ("lq-inactive", re.compile(r"^LocalQueue (?P<name>\S+) is inactive")),
-    ("cq-missing", re.compile(r"^ClusterQueue (?P<name>\S+) (?:doesn't exist|not found|is terminating or missing)")),
-    ("cq-stopped", re.compile(r"^ClusterQueue (?P<name>\S+) is stopped")),
-    ("cq-inactive", re.compile(r"^ClusterQueue (?P<name>\S+) is inactive")),
-    ("namespace-mismatch", re.compile(r"^[Ww]orkload namespace doesn't match ClusterQueue selector")),
-    ("namespace-mismatch", re.compile(r"^workload namespace \"(?P<name>[^\"]+)\" does not exist")),
-    ("admission-gated", re.compile(r"^Admission is gated by: (?P<name>.*)$")),
-    ("failed-checks", re.compile(r"^The workload has failed admission checks")),
-    ("overlapping-targets", re.compile(r"^Workload has overlapping preemption targets with another workload")),
-    ("no-longer-fits", re.compile(r"^Workload no longer fits after processing another workload")),
-    ("preemption-gated", re.compile(r"^Workload requires preemption, but it's gated")),
-    ("waiting-podsready", re.compile(r"^waiting for all admitted workloads to be in PodsReady condition")),
-    ("validation", re.compile(
+_WHOLE: list[tuple[ReasonKind, re.Pattern[str]]] = [
+    (ReasonKind.LQ_MISSING, re.compile(r"^LocalQueue (?P<name>\S+) (?:doesn't exist|is terminating or missing)")),
+    (ReasonKind.LQ_STOPPED, re.compile(r"^LocalQueue (?P<name>\S+) is stopped")),
+    (ReasonKind.LQ_INACTIVE, re.compile(r"^LocalQueue (?P<name>\S+) is inactive")),
+    (ReasonKind.CQ_MISSING, re.compile(
+        r"^ClusterQueue (?P<name>\S+) (?:doesn't exist|not found|is terminating or missing)")),
+    (ReasonKind.CQ_STOPPED, re.compile(r"^ClusterQueue (?P<name>\S+) is stopped")),
+    (ReasonKind.CQ_INACTIVE, re.compile(r"^ClusterQueue (?P<name>\S+) is inactive")),
+    (ReasonKind.NAMESPACE_MISMATCH, re.compile(r"^[Ww]orkload namespace doesn't match ClusterQueue selector")),
+    (ReasonKind.NAMESPACE_MISMATCH, re.compile(r"^workload namespace \"(?P<name>[^\"]+)\" does not exist")),
+    (ReasonKind.ADMISSION_GATED, re.compile(r"^Admission is gated by: (?P<name>.*)$")),
+    (ReasonKind.FAILED_CHECKS, re.compile(r"^The workload has failed admission checks")),
+    (ReasonKind.OVERLAPPING_TARGETS, re.compile(r"^Workload has overlapping preemption targets with another workload")),
+    (ReasonKind.NO_LONGER_FITS, re.compile(r"^Workload no longer fits after processing another workload")),
+    (ReasonKind.PREEMPTION_GATED, re.compile(r"^Workload requires preemption, but it's gated")),
+    (ReasonKind.WAITING_PODSREADY, re.compile(r"^waiting for all admitted workloads to be in PodsReady condition")),
+    (ReasonKind.VALIDATION, re.compile(
         r"^(resources validation failed|resources didn't satisfy LimitRange constraints): (?P<name>.*)")),
-    ("pending-evaluation", re.compile(r"^(Workload is pending evaluation in the scheduling queue|"
+    (ReasonKind.PENDING_EVALUATION, re.compile(r"^(Workload is pending evaluation in the scheduling queue|"
                                       r"AdmissionGatedBy cleared, waiting for quota reservation)")),
-    ("bypassed", re.compile(r"^Bypassed scheduling evaluation because an equivalent workload recently failed")),
-    ("deactivated", re.compile(r"^The workload is deactivated")),
-    ("dra", re.compile(r"^(Workload uses DRA resources|KueueDRAIntegration feature does not support)")),
+    (ReasonKind.BYPASSED, re.compile(
+        r"^Bypassed scheduling evaluation because an equivalent workload recently failed")),
+    (ReasonKind.DEACTIVATED, re.compile(r"^The workload is deactivated")),
+    (ReasonKind.DRA, re.compile(r"^(Workload uses DRA resources|KueueDRAIntegration feature does not support)")),
 ]
 
 _PODSET = re.compile(r"couldn't assign flavors to pod set (?P<ps>[^:]+): ")
@@ -168,13 +207,13 @@ def parse_pending_message(message: str) -> PendingMessage:
                 ))
                 found_any = True
         if not found_any and body:
-            reasons.append(Reason(kind="other", text=body, pod_set=ps))
+            reasons.append(Reason(kind=ReasonKind.OTHER, text=body, pod_set=ps))
     # de-duplicate identical reasons (older exceeds-max patterns overlap)
     seen: set[tuple[str, str | None, str | None, str | None]] = set()
     unique = []
     for r in reasons:
         key = (r.kind, r.pod_set, r.flavor, r.resource)
-        if key in seen and r.kind != "other":
+        if key in seen and r.kind != ReasonKind.OTHER:
             continue
         seen.add(key)
         unique.append(r)

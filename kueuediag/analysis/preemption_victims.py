@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kueuediag.analysis.messages import PendingMessage, parse_pending_message
+from kueuediag.analysis.messages import PendingMessage, ReasonKind, parse_pending_message
 from kueuediag.snapshot.k8s import PodView
 from kueuediag.snapshot.kueue import (
     WorkloadView,
@@ -212,7 +212,7 @@ def blocked_heads(snap: Snapshot) -> list[BlockedHead]:
             if qr is None or not qr.false or w.is_true("Finished"):
                 continue
             pm = parse_pending_message(qr.message)
-            overlapping = pm.has("overlapping-targets")
+            overlapping = pm.has(ReasonKind.OVERLAPPING_TARGETS)
             if pm.preempting or overlapping or qr.reason == "WaitingForPreemptedWorkloads":
                 out.append(BlockedHead(workload=w, cluster_queue=cluster_queue_of(idx, w), message=pm,
                                        overlapping=overlapping, since=qr.last_transition))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kueuediag.analysis.messages import PendingMessage
+from kueuediag.analysis.messages import PendingMessage, ReasonKind
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import ClusterQueueView, LocalQueueView, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -61,13 +61,13 @@ def queue_route(snap: Snapshot, w: WorkloadView, pm: PendingMessage | None) -> Q
         return QueueRoute("no-queue-name", "", None, None, lq_collected, cq_collected)
     lq = idx.local_queues.get((w.namespace, lq_name))
     if lq is None:
-        msg_says = pm is not None and any(r.name == lq_name for r in pm.of("lq-missing"))
+        msg_says = pm is not None and any(r.name == lq_name for r in pm.of(ReasonKind.LQ_MISSING))
         state = "lq-missing" if lq_collected or msg_says else "lq-unknown"
         return QueueRoute(state, lq_name, None, None, lq_collected, cq_collected)
     cq = idx.cluster_queues.get(lq.cluster_queue)
     if cq is None:
         active = lq.conditions.get("Active")
-        msg_says = pm is not None and any(r.name == lq.cluster_queue for r in pm.of("cq-missing"))
+        msg_says = pm is not None and any(r.name == lq.cluster_queue for r in pm.of(ReasonKind.CQ_MISSING))
         lq_says = active is not None and active.reason == "ClusterQueueDoesNotExist"
         state = "cq-missing" if cq_collected or msg_says or lq_says else "cq-unknown"
         return QueueRoute(state, lq_name, lq, None, lq_collected, cq_collected)

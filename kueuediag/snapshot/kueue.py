@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any, TypeVar
 
 from kueuediag.errors import InputError
@@ -36,6 +37,16 @@ FlavorResource = tuple[str, str]
 
 
 # --- Workload -------------------------------------------------------------------------------------------------
+
+
+class WorkloadState(StrEnum):
+    """A Workload's state as Kueue derives it (pkg/workload Status()); `not-managed` is a job without one."""
+
+    PENDING = "pending"
+    QUOTA_RESERVED = "quota-reserved"
+    ADMITTED = "admitted"
+    FINISHED = "finished"
+    NOT_MANAGED = "not-managed"
 
 
 @dataclass
@@ -102,15 +113,15 @@ class WorkloadView:
         return bool(c and c.true)
 
     @property
-    def state(self) -> str:
+    def state(self) -> WorkloadState:
         """finished > admitted > quota-reserved > pending (pkg/workload Status())."""
         if self.is_true("Finished"):
-            return "finished"
+            return WorkloadState.FINISHED
         if self.is_true("Admitted"):
-            return "admitted"
+            return WorkloadState.ADMITTED
         if self.is_true("QuotaReserved"):
-            return "quota-reserved"
-        return "pending"
+            return WorkloadState.QUOTA_RESERVED
+        return WorkloadState.PENDING
 
     @property
     def holds_quota(self) -> bool:
@@ -489,14 +500,29 @@ def guarded(build: Callable[[dict[str, Any]], V]) -> Callable[[dict[str, Any]], 
     return wrapper
 
 
+_guarded_workload_view = guarded(workload_view)
+
+
+def workload_of(snap: Snapshot, obj: dict[str, Any]) -> WorkloadView:
+    """The view of one Workload object, built on first use and shared by every caller.
+
+    Resolving one target normalises only the Workloads it touches; `workloads()` hands out the very same
+    view objects, so identity comparisons between a target and a listed workload hold.
+    """
+    views: dict[int, WorkloadView] = snap.memo("workload-views", dict)
+    view = views.get(id(obj))
+    if view is None:
+        view = views[id(obj)] = _guarded_workload_view(obj)
+    return view
+
+
 def workloads(snap: Snapshot) -> list[WorkloadView]:
-    build = guarded(workload_view)
-    return snap.memo("workloads", lambda: [build(o) for o in snap.of_kind("Workload")])
+    return snap.memo("workloads", lambda: [workload_of(snap, o) for o in snap.of_kind("Workload")])
 
 
 def workload(snap: Snapshot, namespace: str, name: str) -> WorkloadView | None:
-    index = snap.memo("workloads-by-key", lambda: {(w.namespace, w.name): w for w in workloads(snap)})
-    return index.get((namespace, name))
+    obj = snap.get("Workload", name, namespace)
+    return workload_of(snap, obj) if obj is not None else None
 
 
 def workloads_by_cluster_queue(snap: Snapshot) -> dict[str, list[WorkloadView]]:

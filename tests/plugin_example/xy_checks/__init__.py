@@ -8,8 +8,8 @@ this plugin teaches it.
 from __future__ import annotations
 
 from kueuediag.causes import Cause, Tier
-from kueuediag.check import Check, ev
-from kueuediag.models import CheckResult, Layer, Severity
+from kueuediag.check import Check
+from kueuediag.models import CheckResult, Layer, Severity, ev
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
