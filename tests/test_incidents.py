@@ -53,6 +53,8 @@ CASES = [
            ("queueName",)),
     Expect("kueue-10824-tas-second-flavor-no-fit", "workload/job-train-hi-3a4b5", "ml", "topology-no-fit", "kueue",
            ("gpu-topology", "fits 0 of 2 pod(s)")),
+    Expect("kueue-5129-dws-provisioning-failed", "job/train-dws", "default", "admission-check-pending", "kueue",
+           ("dws-prov", "Max nodepool size reached", "evicted"), ("AdmissionCheck/dws-prov",)),
     Expect("kueue-9482-foreign-scheduling-gate", "pod/kueue-sleep-qw5hb", "kueue-test", "foreign-scheduling-gate",
            "kubernetes", ("test",),
            xfail="needs the foreign-scheduling-gate cause that the `catalog` helper adds (not on main yet): today "
@@ -93,7 +95,7 @@ def test_incident_verdict(case: Expect) -> None:
 
 
 def test_every_incident_has_a_readme_citing_its_thread_and_a_case() -> None:
-    folders = sorted(p.name for p in INCIDENTS.iterdir() if p.is_dir())
+    folders = sorted(p.name for p in INCIDENTS.iterdir() if p.is_dir())  # README.md: the index
     assert folders == sorted(c.slug for c in CASES)
     for name in folders:
         readme = (INCIDENTS / name / "README.md").read_text()
