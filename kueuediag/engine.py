@@ -169,7 +169,8 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
                           namespace=meta(target.owner).get("namespace"))
     if w is None:
         return WorkloadInfo(namespace=target.namespace, name=None, owner=owner, local_queue=target.local_queue,
-                            cluster_queue=None, state="unknown" if target.workload_unknown else "not-managed")
+                            cluster_queue=None, state=WorkloadState.UNKNOWN if target.workload_unknown
+                            else WorkloadState.NOT_MANAGED)
     pending = None
     if w.state in (WorkloadState.PENDING, WorkloadState.QUOTA_RESERVED):
         since = w.queue_order_time

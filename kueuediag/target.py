@@ -135,7 +135,8 @@ def _resolve(snap: Snapshot, text: str, namespace: str | None) -> Target:
         via = _through_workload_owner(snap, text, kind, name, namespace)
         if via is not None:
             return via
-        raise TargetUnreadable(f"{text}: could not be read{_in(namespace)}: {gap}") from None
+        verdict = "not allowed to read it" if "(403)" in gap else "could not be read"
+        raise TargetUnreadable(f"{text}: {verdict}{_in(namespace)}: {gap}") from None
 
 
 def _through_workload_owner(snap: Snapshot, text: str, kind: str | None, name: str,

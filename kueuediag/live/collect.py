@@ -40,7 +40,7 @@ from kueuediag.live.kube import (
     resource_path,
 )
 from kueuediag.live.options import LiveOptions
-from kueuediag.live.sanitize import sanitize_object
+from kueuediag.live.sanitize import sanitize_log, sanitize_metrics, sanitize_object
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
 T = TypeVar("T")
@@ -371,7 +371,7 @@ class Collector:
             text = self.attempt("Kueue manager logs", f"get pods/log in namespace {ns}",
                                 partial(self.client.get_text, path, q, limit_bytes=MAX_LOG_BYTES))
             if text is not None:
-                self.logs[f"logs/{ns}/{pname}/{container}.log"] = text
+                self.logs[f"logs/{ns}/{pname}/{container}.log"] = sanitize_log(text)
 
     # --- result ----------------------------------------------------------------------------------------
     def raw(self, namespaces: list[str] | None) -> RawSnapshot:
@@ -534,7 +534,7 @@ def _metrics(c: Collector, options: LiveOptions) -> None:
         c.error("Prometheus metrics", "not collected: --timeout reached")
         return
     result = collect_metrics(options, end - options.since, end, deadline_seconds=remaining)
-    c.metrics.update(result.files)
+    c.metrics.update({name: sanitize_metrics(text) for name, text in result.files.items()})
     c.notes.extend(result.notes)
     for what, err in result.errors:
         c.error(what, err)

@@ -14,13 +14,20 @@ Kubernetes system namespaces and the Kueue controller's own objects, and the val
 labels that carry no user data (``control-plane``, ``kubernetes.io/os``...).
 
 Exactness comes from *exact-match* replacement of identifier strings anywhere in an object, plus
-word-boundary replacement inside free text (messages, notes, log lines). Redaction runs after
-sanitization, so secrets are already gone.
+whole-token replacement inside free text (messages, notes, log lines, metric label values): a token is a run
+of name characters; ``team-a/job-x``, ``host:port`` and ``user@host`` are rewritten part by part, but a token
+that is a resource name, a label key or an API group (``nvidia.com/gpu``, ``kueue.x-k8s.io/queue-name``) is
+never rewritten inside — a LocalQueue named ``gpu`` does not turn ``nvidia.com/gpu`` into anything else.
+Names learned from structure (object names, queue, cohort, flavor and node references, event reporting
+instances) are replaced even when they look like vocabulary (a ClusterQueue named ``default``). IP addresses
+(v4 and v6) anywhere are replaced by consistent documentation addresses (``192.0.2.N``, ``2001:db8::N``).
+Redaction runs after sanitization, so secrets are already gone.
 """
 
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 import os
 import re
@@ -49,25 +56,30 @@ REF_KEYS = {
     "cohortName": "cohort", "cohort": "cohort", "parentName": "cohort", "nodeName": "node",
     "nominatedNodeName": "node", "priorityClassName": "priorityclass", "topologyName": "topology",
     "serviceAccountName": "serviceaccount", "serviceAccount": "serviceaccount", "hostname": "node",
-    "preemptingWorkload": "workload", "host": "node",
+    "preemptingWorkload": "workload", "host": "node", "reportingInstance": "node",
 }
 VOCABULARY_KEYS = frozenset({
     "type", "status", "reason", "phase", "effect", "operator", "queueingStrategy", "stopPolicy",
     "whenCanBorrow", "whenCanPreempt", "reclaimWithinCohort", "withinClusterQueue", "policy",
     "restartPolicy", "imagePullPolicy", "protocol", "kind", "apiVersion", "result", "action",
-    "reportingController", "reportingInstance", "source", "component", "state", "priorityClassSource",
+    "reportingController", "source", "component", "state", "priorityClassSource",
     "preference", "mode", "qosClass", "dnsPolicy", "schedulerName", "terminationMessagePolicy",
     "preemptionPolicy", "completionMode", "podReplacementPolicy", "apiGroup", "group", "resource",
     "subresource", "manager", "fieldsType", "level", "controllerName", "podSetUpdates",
 })
+RESOURCE_NAMES = frozenset({"cpu", "memory", "pods", "ephemeral-storage", "storage", "nvidia.com/gpu", "amd.com/gpu",
+                            "google.com/tpu"})
 STATIC_KEEP = frozenset({
-    "", "true", "false", "none", "default", "cpu", "memory", "pods", "ephemeral-storage", "storage",
-    "main", "kueue", "kueue-system", "kube-system", "nvidia.com/gpu", "amd.com/gpu",
-    "google.com/tpu", "Never", "Always", "OnFailure", "IfNotPresent",
+    "", "true", "false", "none", "default", "main", "kueue", "kueue-system", "kube-system", "Never", "Always",
+    "OnFailure", "IfNotPresent", *RESOURCE_NAMES,
 })
 _UID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _NUMBERISH = re.compile(r"^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?[a-zA-Z]{0,2}$")
 _NAMEISH = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$")
+_TOKEN = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_.:/@%-]*")
+"""a run of name characters in free text (names, ns/name keys, host:port, user@host, IPv4/IPv6 addresses)"""
+_IP_HINT = re.compile(r"\d\.\d|:[0-9A-Fa-f]*:")
+_COMPOUND = re.compile(r"([/:@])")
 
 
 @dataclass
@@ -81,10 +93,18 @@ class Redactor:
     _counters: dict[str, int] = field(default_factory=dict)
     _taken: set[str] = field(default_factory=set)
     _pattern: re.Pattern[str] | None = None
+    _not_in_text: set[str] = field(default_factory=set)
+    resources: set[str] = field(default_factory=lambda: set(RESOURCE_NAMES))
+    """resource names (and label keys): never replaced, and never rewritten inside"""
+    ips: dict[str, str] = field(default_factory=dict)
 
     # --- learning ----------------------------------------------------------------------------------------
-    def _add(self, value: Any, category: str) -> None:
-        if not isinstance(value, str) or value in self.mapping or not self._redactable(value):
+    def _add(self, value: Any, category: str, structural: bool = False) -> None:
+        """Learn a pseudonym for `value`. A `structural` name (read from a field that holds an object name)
+        is replaced even when the same word is vocabulary elsewhere (a ClusterQueue named `default`)."""
+        if not isinstance(value, str) or value in self.mapping:
+            return
+        if not (self._redactable(value) or (structural and self._structural_ok(value))):
             return
         n = self._counters.get(category, 0)
         while True:
@@ -96,6 +116,10 @@ class Redactor:
         self.mapping[value] = candidate
         self.categories.setdefault(category, {})[value] = candidate
         self._pattern = None
+
+    def _structural_ok(self, value: str) -> bool:
+        return bool(value) and value not in self.resources and value.lower() not in ("true", "false") \
+            and not _UID.match(value) and not _NUMBERISH.match(value) and value not in self.keep_namespaces
 
     def _redactable(self, value: str) -> bool:
         return not (value in self.keep or value.lower() in ("true", "false") or _UID.match(value)
@@ -110,11 +134,13 @@ class Redactor:
                     self.keep.add(v)
                 if k in ("requests", "limits", "resourceUsage", "allocatable", "capacity", "total",
                          "flavors") and isinstance(v, dict):
-                    self.keep.update(str(x) for x in v)  # resource names are the keys
+                    self.resources.update(str(x) for x in v)  # resource names are the keys
                 if k == "coveredResources" and isinstance(v, list):
-                    self.keep.update(str(x) for x in v)
+                    self.resources.update(str(x) for x in v)
                 if k == "resources" and isinstance(v, list):
-                    self.keep.update(str(r.get("name")) for r in v if isinstance(r, dict) and r.get("name"))
+                    self.resources.update(str(r.get("name")) for r in v if isinstance(r, dict) and r.get("name"))
+                if k in ("labels", "annotations", "nodeSelector", "nodeLabels", "matchLabels") and isinstance(v, dict):
+                    self.resources.update(str(x) for x in v if "/" in str(x))  # qualified keys: never rewritten
                 if k == "levels" and isinstance(v, list):  # Topology levels: node label keys
                     self.keep.update(str(x.get("nodeLabel")) if isinstance(x, dict) else str(x) for x in v)
                 self._collect_vocabulary(v, depth + 1)
@@ -127,6 +153,7 @@ class Redactor:
         for obj in objs:
             self._taken.add(str((obj.get("metadata") or {}).get("name")))
             self._collect_vocabulary(obj)
+        self.keep |= self.resources
         # resource-group flavor lists are named objects, not resource names: do not keep their names
         if raw.manifest.get("cluster"):
             self._add(str(raw.manifest["cluster"]), "cluster")
@@ -139,7 +166,7 @@ class Redactor:
                 self._add(ns, "ns")
         for obj in objs:
             if obj.get("kind") == "Node":
-                self._add((obj.get("metadata") or {}).get("name"), "node")
+                self._add((obj.get("metadata") or {}).get("name"), "node", structural=True)
         for obj in objs:
             self._learn_object(obj)
         for ns in raw.manifest.get("namespaces") or ():
@@ -150,11 +177,13 @@ class Redactor:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace")
         system = ns in self.keep_namespaces
+        if kind == "ProvisioningRequest" and not system:
+            self._learn_derived(str(meta.get("name") or ""), "provisioningrequest")
         if not system and kind not in ("PendingWorkloadsSummary",):
-            self._add(meta.get("name"), _category(kind))
+            self._add(meta.get("name"), _category(kind), structural=True)
         for ref in meta.get("ownerReferences") or ():
             if isinstance(ref, dict) and not system:
-                self._add(ref.get("name"), _category(str(ref.get("kind") or "owner")))
+                self._add(ref.get("name"), _category(str(ref.get("kind") or "owner")), structural=True)
         for key, value in (meta.get("labels") or {}).items():
             if key not in KEEP_LABEL_VALUE_KEYS and not (system and _kueue_or_k8s_key(key)):
                 self._add(value, "value")
@@ -165,17 +194,35 @@ class Redactor:
                 self._add(value, "value")
         self._learn_refs(obj, kind, 0)
 
+    def _learn_derived(self, name: str, category: str) -> None:
+        """Kueue names a ProvisioningRequest `<workload>-<admission check>-<attempt>`, and kueuediag finds it by
+        that name: its pseudonym is built the same way from the parts' pseudonyms, keeping the link."""
+        if name in self.mapping:
+            return
+        head, sep, attempt = name.rpartition("-")
+        if not sep or not attempt.isdigit():
+            return
+        for check, check_pseudo in self.categories.get("admissioncheck", {}).items():
+            workload_name = head.removesuffix(f"-{check}")
+            if workload_name != head and workload_name in self.categories.get("workload", {}):
+                pseudo = f"{self.mapping[workload_name]}-{check_pseudo}-{attempt}"
+                self.mapping[name] = pseudo
+                self.categories.setdefault(category, {})[name] = pseudo
+                self._pattern = None
+                return
+
     def _learn_refs(self, node: Any, kind: str, depth: int) -> None:
         if depth > 40:
             return
         if isinstance(node, dict):
             for k, v in node.items():
                 if k in REF_KEYS and isinstance(v, str):
-                    self._add(v, REF_KEYS[k])
+                    if not (k == "reportingInstance" and _is_system_instance(v)):
+                        self._add(v, REF_KEYS[k], structural=True)
                 elif k in ("involvedObject", "regarding", "related", "priorityClassRef", "targetRef") \
                         and isinstance(v, dict):
                     if v.get("namespace") not in self.keep_namespaces:
-                        self._add(v.get("name"), _category(str(v.get("kind") or "object")))
+                        self._add(v.get("name"), _category(str(v.get("kind") or "object")), structural=True)
                     self._add(v.get("namespace"), "ns")
                 elif k in ("nodeSelector", "nodeLabels", "matchLabels") and isinstance(v, dict):
                     for lk, lv in v.items():
@@ -191,14 +238,14 @@ class Redactor:
                 elif k == "flavors" and isinstance(v, list):  # ClusterQueue/Cohort resource groups, usage
                     for f in v:
                         if isinstance(f, dict):
-                            self._add(f.get("name"), "resourceflavor")
+                            self._add(f.get("name"), "resourceflavor", structural=True)
                 elif k == "flavors" and isinstance(v, dict):  # podSetAssignments: resource → flavor
                     for fv in v.values():
-                        self._add(fv, "resourceflavor")
+                        self._add(fv, "resourceflavor", structural=True)
                 elif k in ("flavorsUsage", "flavorsReservation", "flavorUsage") and isinstance(v, list):
                     for f in v:
                         if isinstance(f, dict):
-                            self._add(f.get("name"), "resourceflavor")
+                            self._add(f.get("name"), "resourceflavor", structural=True)
                 elif k in ("admissionChecks",) and isinstance(v, list):
                     for a in v:
                         self._add(a.get("name") if isinstance(a, dict) else a, "admissioncheck")
@@ -233,26 +280,55 @@ class Redactor:
 
     # --- applying ---------------------------------------------------------------------------------------
     def text(self, value: str) -> str:
-        """Replace identifiers embedded in free text (word boundaries; longest names first)."""
+        """Replace identifiers and IP addresses embedded in free text, token by token (see the module doc)."""
         if value in self.mapping:
             return self.mapping[value]
-        pattern = self._compiled()
-        if pattern is None:
-            return value
-        return pattern.sub(lambda m: self.mapping[m.group(0)], value)
-
-    def _compiled(self) -> re.Pattern[str] | None:
         if self._pattern is None:
-            # Label/annotation values that are plain words ("spot", "pending") are replaced where they are
-            # values, but not inside free text, where they could rewrite Kueue's own message vocabulary.
+            self._pattern = _TOKEN  # marks the in-text word set as current
             plain = {w for c in ("value", "annotation") for w in self.categories.get(c, {})
                      if not re.search(r"[0-9._-]", w)}
-            words = sorted((w for w in self.mapping if len(w) >= 3 and w not in plain), key=lambda w: (-len(w), w))
-            if not words:
-                return None
-            alternation = "|".join(re.escape(w) for w in words)
-            self._pattern = re.compile(rf"(?<![A-Za-z0-9_.-])(?:{alternation})(?![A-Za-z0-9_-]|\.[A-Za-z0-9])")
-        return self._pattern
+            self._not_in_text = plain | {w for w in self.mapping if len(w) < 3}
+        return _TOKEN.sub(self._token, value)
+
+    def _token(self, m: re.Match[str]) -> str:
+        tok = m.group(0)
+        core = tok.rstrip(".:/@-")  # sentence punctuation after a name
+        return self._rewrite(core) + tok[len(core):]
+
+    def _rewrite(self, tok: str) -> str:
+        if not tok:
+            return tok
+        hit = self.mapping.get(tok)
+        if hit is not None and tok not in self._not_in_text:
+            return hit
+        ip = self._ip(tok)
+        if ip is not None:
+            return ip
+        if tok in self.resources or not _COMPOUND.search(tok):
+            return tok
+        # namespace/name, host:port, user@host, image:tag: each part on its own
+        return "".join(p if p in "/:@" else self._rewrite(p) for p in _COMPOUND.split(tok))
+
+    def _ip(self, tok: str) -> str | None:
+        """A consistent documentation address for an IP address (RFC 5737 / RFC 3849), None for anything else."""
+        if not _IP_HINT.search(tok) and "::" not in tok:
+            return None
+        try:
+            addr = ipaddress.ip_address(tok.split("%")[0])
+        except ValueError:
+            return None
+        if addr.is_unspecified or addr.is_loopback:
+            return tok
+        known = self.ips.get(tok)
+        if known is None:
+            n = len(self.ips) + 1
+            known = f"192.0.2.{n % 254 + 1}" if n < 254 and addr.version == 4 else (
+                f"198.51.100.{n % 254 + 1}" if addr.version == 4 and n < 508 else f"2001:db8::{n:x}")
+            if addr.version == 4 and n >= 508:
+                known = f"203.0.113.{n % 254 + 1}"
+            self.ips[tok] = known
+            self.categories.setdefault("ip", {})[tok] = known
+        return known
 
     def value(self, v: Any, key: str | None = None) -> Any:
         if isinstance(v, str):
@@ -317,7 +393,7 @@ class Redactor:
     def metrics(self, text: str) -> str:
         def label(m: re.Match[str]) -> str:
             raw_value = m.group(2)
-            return f'{m.group(1)}="{self.mapping.get(raw_value, raw_value)}"'
+            return f'{m.group(1)}="{self.text(raw_value)}"'
 
         return re.sub(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"', label, text)
 
@@ -343,7 +419,7 @@ class Redactor:
 
     def map_document(self) -> dict[str, Any]:
         """The mapping for `--redact-map` (owner only: it reverses the redaction)."""
-        return {"format": "kueuediag-redaction-map/v1", "mapping": dict(sorted(self.mapping.items())),
+        return {"format": "kueuediag-redaction-map/v1", "mapping": dict(sorted({**self.mapping, **self.ips}.items())),
                 "byCategory": {c: dict(sorted(m.items())) for c, m in sorted(self.categories.items())}}
 
 
@@ -393,6 +469,11 @@ def _category(kind: str) -> str:
 def _kueue_or_k8s_key(key: str) -> bool:
     prefix = key.partition("/")[0] if "/" in key else ""
     return prefix.endswith(("kueue.x-k8s.io", "kubernetes.io", "k8s.io"))
+
+
+def _is_system_instance(instance: str) -> bool:
+    """Reporting instances that name a component, not a machine (`kueue-controller-manager-…`)."""
+    return instance.startswith(("kueue-controller-manager", "default-scheduler", "kube-"))
 
 
 def _public_kueue_image(image: str) -> bool:

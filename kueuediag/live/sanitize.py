@@ -1,12 +1,21 @@
 """Strip what a snapshot must never carry, whatever `--redact` says.
 
+By structure, where the field says what it holds:
+
 * environment variable values (``env[].value``; ``valueFrom`` references are kept, they name no secret
   material) and ``envFrom`` entirely;
-* command-line arguments that look like secrets (``--password=...``, ``--token ...``, ``-p=...``, URLs with
-  user:password@) — the value is replaced, the flag name stays;
-* the ``kubectl.kubernetes.io/last-applied-configuration`` annotation (a full copy of the object, env included);
-* ``managedFields`` reduced to manager, time and operation;
+* command-line arguments of secret-looking flags (``--db-pass=…``, ``--token …``, ``-p=…``): the value is
+  replaced, the flag name stays;
+* the ``kubectl.kubernetes.io/last-applied-configuration`` annotation (a full copy of the object, env
+  included) wherever metadata appears — the object's own and every pod template's;
+* annotation and label values whose key names a secret (``db-password: …``);
+* ``managedFields`` reduced to manager, time and operation; exec probes and lifecycle hooks;
 * Secrets are dropped outright, and ConfigMap data values are removed.
+
+By pattern, in every other string of an object (condition, container and event messages, annotations,
+shell scripts inside ``sh -c``), in controller log lines and in metric label values: ``key=value`` /
+``key: value`` where the key names a secret, ``--secret-flag value``, ``Bearer …``/``Basic …`` tokens
+(``Authorization: …`` headers) and credentials in URLs (``scheme://user:password@``).
 
 Resource requests, node selectors, tolerations, affinities, labels and conditions are kept: the diagnosis
 needs them. Sanitizing never mutates its input.
@@ -22,18 +31,46 @@ REDACTED = "<redacted>"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SECRET_WORDS = ("password", "passwd", "secret", "token", "apikey", "api-key", "api_key", "credential",
                 "private-key", "private_key", "access-key", "access_key", "auth", "bearer", "passphrase",
-                "client-key", "cert-key", "session-key", "signing-key", "webhook-url", "dsn")
+                "client-key", "cert-key", "session-key", "signing-key", "webhook-url", "dsn", "cookie")
+SECRET_TOKENS = frozenset({"pass", "pwd", "pw", "key", "secret", "token", "auth", "dsn", "credentials", "cred",
+                           "creds", "apikey", "passwd", "password", "passphrase", "bearer", "cookie", "session",
+                           "authorization", "signature", "sig"})
+"""a flag or key is secret-looking when one of its words (split at - _ .) is one of these"""
+SHORT_SECRET_FLAGS = frozenset({"p", "k"})
+
 _FLAG = re.compile(r"^(-{1,2}[A-Za-z0-9_.-]+)(=)(.*)$", re.DOTALL)
 _URL_CRED = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s:]+:[^/@\s]+@")
-_INLINE = re.compile(
-    r"(?i)\b([A-Za-z0-9_.-]*(?:password|passwd|secret|token|apikey|api_key|api-key|credential|passphrase)"
-    r"[A-Za-z0-9_.-]*)(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s&;,]+)")
+_AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie)(\s*[:=]\s*)"
+                          r"([^\r\n\"',;]+)")
+_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic|digest|negotiate)(\s+)([A-Za-z0-9._~+/=-]{8,})")
+_KEY_VALUE = re.compile(
+    r"(?i)(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]*(?:pass|pwd|secret|token|key|auth|credential|cred|dsn|cookie|session)"
+    r"[A-Za-z0-9_.-]*)([\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s&;,\"'}]+)")
+_FLAG_SPACE_VALUE = re.compile(
+    r"(?<![A-Za-z0-9_])(--?[A-Za-z][A-Za-z0-9_.-]*)(\s+)(\"[^\"]*\"|'[^']*'|[^\s\"'-][^\s]*)")
+_TRIGGER = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred|dsn|cookie|session|bearer|basic|digest|://")
+"""cheap pre-filter: strings without any of these cannot hold a pattern the scrubbers look for"""
 _SENSITIVE_ENV_KEY = re.compile(r"(?i)(password|passwd|secret|token|apikey|api_key|credential|passphrase)")
+_NOT_FREE_TEXT = frozenset({"name", "namespace", "uid", "resourceVersion", "kind", "apiVersion", "type", "status",
+                            "reason", "phase", "creationTimestamp", "lastTransitionTime", "nodeName", "image",
+                            "imageID", "containerID", "queueName", "clusterQueue", "priorityClassName"})
+"""identifier fields: never free text, left exactly as the API returned them (the diagnosis matches on them)"""
 
 
-def _secretish(flag: str) -> bool:
-    f = flag.lstrip("-").lower()
-    return any(w in f for w in SECRET_WORDS) or f in ("p", "k", "key", "pw", "pass", "pwd")
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[-_.\s/]+", name.strip().lower()) if w]
+
+
+def secretish(name: str) -> bool:
+    """Does a flag, key or header name say that its value is secret material?"""
+    bare = name.lstrip("-").lower()
+    if not bare:
+        return False
+    if bare in SHORT_SECRET_FLAGS and name.startswith("-") and not name.startswith("--"):
+        return True
+    if any(w in bare for w in SECRET_WORDS):
+        return True
+    return any(w in SECRET_TOKENS for w in _words(bare))
 
 
 def sanitize_args(args: list[Any]) -> list[Any]:
@@ -51,20 +88,49 @@ def sanitize_args(args: list[Any]) -> list[Any]:
             continue
         redact_next = False
         m = _FLAG.match(arg)
-        if m and _secretish(m.group(1)):
+        if m and secretish(m.group(1)):
             out.append(f"{m.group(1)}={REDACTED}")
             continue
-        if arg.startswith("-") and "=" not in arg and _secretish(arg):
+        if arg.startswith("-") and "=" not in arg and " " not in arg and secretish(arg):
             out.append(arg)
             redact_next = True
             continue
-        out.append(_scrub_text(arg))
+        out.append(scrub_text(arg))
     return out
 
 
-def _scrub_text(text: str) -> str:
+def scrub_text(text: str) -> str:
+    """Replace secrets in free text (a message, a shell script, a log line), keeping the words around them."""
+    if not _TRIGGER.search(text):
+        return text
     text = _URL_CRED.sub(lambda m: m.group(1) + REDACTED + "@", text)
-    return _INLINE.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    text = _KEY_VALUE.sub(_key_value, text)
+    return _FLAG_SPACE_VALUE.sub(_flag_space_value, text)
+
+
+def _key_value(m: re.Match[str]) -> str:
+    # a bare "key" names a map key in log lines and messages far more often than a secret
+    if m.group(1).lower() == "key" or not secretish(m.group(1)) or REDACTED in m.group(3):
+        return m.group(0)
+    value = m.group(3)
+    if value[:1] in "\"'" and value[-1:] == value[:1]:
+        return f"{m.group(1)}{m.group(2)}{value[0]}{REDACTED}{value[0]}"
+    return m.group(1) + m.group(2) + REDACTED
+
+
+def _flag_space_value(m: re.Match[str]) -> str:
+    value = m.group(3)
+    if not secretish(m.group(1)):
+        if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1:  # sh -c '… --token X …'
+            return f"{m.group(1)}{m.group(2)}{value[0]}{scrub_text(value[1:-1])}{value[0]}"
+        return m.group(0)
+    if REDACTED in value:
+        return m.group(0)
+    if value[:1] in "\"'" and value[-1:] == value[:1]:
+        return f"{m.group(1)}{m.group(2)}{value[0]}{REDACTED}{value[0]}"
+    return m.group(1) + m.group(2) + REDACTED
 
 
 def _sanitize_container(c: dict[str, Any]) -> None:
@@ -97,27 +163,40 @@ def _sanitize_pod_spec(spec: Any) -> None:
                 _sanitize_container(c)
 
 
-def _walk_pod_specs(node: Any, depth: int = 0) -> None:
-    """Find every pod spec (Pod.spec, Job.spec.template.spec, Workload podSets, JobSet replicatedJobs...)."""
-    if depth > 12:
-        return
+def _walk(node: Any, key: str | None = None, depth: int = 0) -> Any:
+    """Sanitize in place by structure (pod specs, metadata anywhere) and scrub every free-text string."""
+    if depth > 40:
+        return node
     if isinstance(node, dict):
         if isinstance(node.get("containers"), list):
             _sanitize_pod_spec(node)
-        for value in node.values():
-            _walk_pod_specs(value, depth + 1)
-    elif isinstance(node, list):
-        for item in node:
-            _walk_pod_specs(item, depth + 1)
+        if isinstance(node.get("annotations"), dict) or isinstance(node.get("labels"), dict):
+            sanitize_metadata(node)
+        for k, v in list(node.items()):
+            if k in ("annotations", "labels"):
+                continue  # done by sanitize_metadata
+            node[k] = _walk(v, k, depth + 1)
+        return node
+    if isinstance(node, list):
+        return [_walk(item, key, depth + 1) for item in node]
+    if isinstance(node, str) and key not in _NOT_FREE_TEXT:
+        return scrub_text(node)
+    return node
 
 
 def sanitize_metadata(meta: dict[str, Any]) -> None:
+    """Metadata (an object's or a pod template's): last-applied dropped, secret-keyed values replaced."""
     annotations = meta.get("annotations")
     if isinstance(annotations, dict):
         annotations.pop(LAST_APPLIED, None)
         for k, v in list(annotations.items()):
             if isinstance(v, str):
-                annotations[k] = _scrub_text(v)
+                annotations[k] = REDACTED if _secret_key(k) else scrub_text(v)
+    labels = meta.get("labels")
+    if isinstance(labels, dict):
+        for k, v in list(labels.items()):
+            if isinstance(v, str) and _secret_key(k) and v:
+                labels[k] = "redacted"  # a label value must stay a valid label value
     mf = meta.get("managedFields")
     if isinstance(mf, list):
         meta["managedFields"] = [
@@ -126,25 +205,47 @@ def sanitize_metadata(meta: dict[str, Any]) -> None:
         ]
 
 
+def _secret_key(key: str) -> bool:
+    """A label/annotation key naming a secret; Kubernetes' and Kueue's own keys never do."""
+    prefix, _, name = key.rpartition("/")
+    if prefix.endswith(("kubernetes.io", "k8s.io")):
+        return False
+    return secretish(name)
+
+
 def sanitize_object(obj: dict[str, Any]) -> dict[str, Any]:
     """A sanitized deep copy of one Kubernetes object."""
     out = copy.deepcopy(obj)
-    meta = out.get("metadata")
-    if isinstance(meta, dict):
-        sanitize_metadata(meta)
     kind = out.get("kind")
     if kind == "ConfigMap":
         for key in ("data", "binaryData"):
             if isinstance(out.get(key), dict):
                 out[key] = dict.fromkeys(out[key], REDACTED)
-    for key in ("spec", "status"):
-        if key in out:
-            _walk_pod_specs(out[key])
-    if kind == "Event":
-        for key in ("message", "note"):
-            if isinstance(out.get(key), str):
-                out[key] = _scrub_text(out[key])
+    _walk(out)
     return out
+
+
+def sanitize_log(text: str) -> str:
+    """Controller log lines: every secret pattern replaced (the lines, their JSON and their order are kept)."""
+    return scrub_text(text)
+
+
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def sanitize_metrics(text: str) -> str:
+    """OpenMetrics text: label values scrubbed (credentials in URLs, tokens), secret-named labels replaced."""
+    if not _TRIGGER.search(text):
+        return text
+
+    def label(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2)
+        if secretish(name):
+            return f'{name}="{REDACTED}"'
+        return f'{name}="{scrub_text(value).replace(chr(34), "")}"'
+
+    return "\n".join(_LABEL.sub(label, line) if "{" in line and not line.startswith("#") else line
+                     for line in text.split("\n"))
 
 
 def is_sensitive_env_key(name: str) -> bool:

@@ -40,13 +40,15 @@ FlavorResource = tuple[str, str]
 
 
 class WorkloadState(StrEnum):
-    """A Workload's state as Kueue derives it (pkg/workload Status()); `not-managed` is a job without one."""
+    """A Workload's state as Kueue derives it (pkg/workload Status()); `not-managed` is a job without one;
+    `unknown` is a job whose Workload could not be read (the Workloads' collection failed)."""
 
     PENDING = "pending"
     QUOTA_RESERVED = "quota-reserved"
     ADMITTED = "admitted"
     FINISHED = "finished"
     NOT_MANAGED = "not-managed"
+    UNKNOWN = "unknown"
 
 
 @dataclass

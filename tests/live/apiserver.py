@@ -51,6 +51,7 @@ KUEUE_KINDS: list[tuple[str, str, bool]] = [
     ("Cohort", "cohorts", False), ("Topology", "topologies", False),
     ("WorkloadPriorityClass", "workloadpriorityclasses", False), ("AdmissionCheck", "admissionchecks", False),
     ("ProvisioningRequestConfig", "provisioningrequestconfigs", False),
+    ("MultiKueueConfig", "multikueueconfigs", False), ("MultiKueueCluster", "multikueueclusters", False),
 ]
 
 

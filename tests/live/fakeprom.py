@@ -2,7 +2,8 @@
 
 Modes: ``retry-after`` answers every query with 429 and ``Retry-After: 3600``; ``huge`` answers with
 `series` series of `samples` points each (the size of a 20,000-series answer); ``drip`` sends a valid answer
-one byte every `drip` seconds. Every request is counted.
+one byte every `drip` seconds; ``series`` answers every query with the given `result` (a matrix). Every request
+is counted.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Any
 
 
 class FakePrometheus:
-    def __init__(self, mode: str, series: int = 20_000, samples: int = 120, drip: float = 0.5) -> None:
+    def __init__(self, mode: str, series: int = 20_000, samples: int = 120, drip: float = 0.5,
+                 result: list[dict[str, Any]] | None = None) -> None:
         self.mode = mode
+        self.result = result or []
         self.series = series
         self.samples = samples
         self.drip = drip
@@ -40,7 +43,7 @@ class FakePrometheus:
                            "values": [[1_700_000_000 + 60 * j, "1"] for j in range(self.samples)]}
                           for i in range(self.series)]
             else:
-                result = []
+                result = self.result
             self._body = json.dumps({"status": "success",
                                      "data": {"resultType": "matrix", "result": result}}).encode()
         return self._body

@@ -128,7 +128,7 @@ def test_403_on_jobs_diagnoses_through_the_workload(api_server: ServerFactory, t
     # a name no collected Workload owns cannot be declared absent: exit 4, the permission named, no "did you mean"
     assert typo.code == ExitCode.UNAVAILABLE
     assert typo.err.strip().splitlines()[-1] == \
-        f"kueuediag: error: job/llm-finetun: could not be read in namespace team-a: jobs (list): {denied}"
+        f"kueuediag: error: job/llm-finetun: not allowed to read it in namespace team-a: jobs (list): {denied}"
 
 
 def test_403_on_workloads_is_unknown_never_not_managed(api_server: ServerFactory, tmp_path: Path) -> None:
