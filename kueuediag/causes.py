@@ -64,6 +64,12 @@ class CauseSlug(StrEnum):
     KNOWN_ISSUE = "known-issue"
     NOT_PENDING = "not-pending"
     PODS_NOT_STARTING = "pods-not-starting"
+    UNRECOGNISED_KUEUE_MESSAGE = "unrecognised-kueue-message"
+    WORKLOAD_INVALID = "workload-invalid"
+    MODEL_DISAGREEMENT = "model-disagreement"
+    ADMISSION_CHECK_RETRY = "admission-check-retry"
+    FOREIGN_SCHEDULING_GATE = "foreign-scheduling-gate"
+    FLAVOR_ASSIGNMENT_CONFLICT = "flavor-assignment-conflict"
 
 
 class Tier(str, Enum):
@@ -255,6 +261,48 @@ _CATALOG: tuple[Cause, ...] = (
           "Read the job's FailedCreate event or the pod's container status (`kubectl describe job|pod ...`) and "
           "fix what it names: the namespace ResourceQuota, the image reference or pull credentials, the missing "
           "Secret/ConfigMap."),
+    Cause("unrecognised-kueue-message", _K, Tier.ROOT, "Kueue recorded a message kueuediag does not know",
+          "A condition on the Workload (or its LocalQueue/ClusterQueue) carries a message that matches no template "
+          "in kueuediag's catalog of what Kueue v0.9 - v0.19 writes (docs/messages.md). It is Kueue's own account "
+          "of the workload, so it is quoted verbatim and ranked above any explanation kueuediag infers without "
+          "recorded evidence: a newer Kueue, a patched build, or a path the catalog misses.",
+          "Read the quoted message: it is Kueue's explanation. Search it in the Kueue issues and release notes "
+          "for your version, and report it to kueuediag so the catalog learns it."),
+    Cause("workload-invalid", _S, Tier.BLOCKER, "Kueue recorded a validation or configuration error",
+          "Kueue cannot build the workload's resource requests: it recorded a validation error (requests above "
+          "limits, LimitRange violations, a namespace that does not exist) or a configuration error (a DRA "
+          "DeviceClass not mapped in `resources.deviceClassMappings`, DRA used without the KueueDRAIntegration "
+          "feature gate, an unsupported device request) with `QuotaReserved=False` and `Requeued=False`: Kueue "
+          "will not try again until the workload or the configuration changes.",
+          "Fix what the message names (the pod template's requests/limits, the LimitRange, the DRA mapping or "
+          "feature gate in the Kueue configuration), then recreate the job."),
+    Cause("model-disagreement", _K, Tier.SYMPTOM, "kueuediag's model and Kueue disagree",
+          "kueuediag's recomputation says the workload fits in its ClusterQueue's unused nominal quota, while "
+          "Kueue's recorded message says it does not, and nothing in the snapshot shows capacity changing after "
+          "Kueue wrote it. Either the snapshot misses something Kueue sees (objects, usage, a version difference) "
+          "or kueuediag's model is wrong; both accounts are shown.",
+          "Trust Kueue's message first; compare it with the quota table in the finding. If neither explains the "
+          "gap, capture a fresh snapshot (`kueuediag snapshot`) and report it."),
+    Cause("admission-check-retry", _K, Tier.ROOT, "An admission check asked for a retry",
+          "An admission check is in state `Retry` (for a ProvisioningRequest: the request failed or its booking "
+          "expired), or Kueue evicted the workload because of a check in Retry and has not re-evaluated it after "
+          "the check's backoff (`requeueAfterSeconds`, `status.requeueState.requeueAt`).",
+          "Read the check's message (and its ProvisioningRequest's conditions); wait for the backoff, or fix "
+          "what the check reports (capacity, quota of the node group, parameters)."),
+    Cause("flavor-assignment-conflict", _K, Tier.BLOCKER, "Kueue's flavor order finds no fit, another combination does",
+          "Every pod set fits some flavor, but Kueue's flavor assigner takes pod sets in order and gives each the "
+          "first flavor that fits, counting what earlier pod sets took; it never revisits an earlier choice. The "
+          "combination it reaches does not fit (or only by preemption), while another assignment of the same "
+          "flavors fits. Kueue's message then blames quota ('insufficient quota ... previously considered podsets "
+          "requests') although the quota suffices.",
+          "Pin the earlier pod set to the flavor that leaves room (a nodeSelector matching that flavor's nodeLabels), "
+          "reorder the pod sets so the most constrained comes first, or split the job."),
+    Cause("foreign-scheduling-gate", _N, Tier.ROOT, "A scheduling gate Kueue did not add holds the pods",
+          "The pods carry a `spec.schedulingGates` entry that Kueue did not add (Kueue only adds and removes its "
+          "own `kueue.x-k8s.io/admission` and `kueue.x-k8s.io/topology` gates). Another controller or webhook "
+          "added it and must remove it; until then the kube-scheduler ignores the pods, admitted or not.",
+          "Find who added the gate (the pod's managedFields name the field manager) and have that controller "
+          "release it; remove it by hand only if that controller is gone."),
 )
 
 # The one owning check per cause (a contract test checks that no other check emits a finding for it).
@@ -294,6 +342,12 @@ OWNERS: dict[CauseSlug, str] = {
     CauseSlug.LOGGING_INSUFFICIENT: "KD501",
     CauseSlug.KNOWN_ISSUE: "KD902",
     CauseSlug.NOT_PENDING: "KD002",
+    CauseSlug.UNRECOGNISED_KUEUE_MESSAGE: "KD801",
+    CauseSlug.WORKLOAD_INVALID: "KD801",
+    CauseSlug.MODEL_DISAGREEMENT: "KD101",
+    CauseSlug.ADMISSION_CHECK_RETRY: "KD701",
+    CauseSlug.FOREIGN_SCHEDULING_GATE: "KD401",
+    CauseSlug.FLAVOR_ASSIGNMENT_CONFLICT: "KD005",
 }
 
 CAUSES: tuple[Cause, ...] = tuple(replace(c, owner=OWNERS[CauseSlug(c.slug)]) for c in _CATALOG)

@@ -43,6 +43,7 @@ FAMILIES: dict[str, str] = {
     "5": "logs",
     "6": "ordering",
     "7": "admission",
+    "8": "record",
     "9": "health",
 }
 

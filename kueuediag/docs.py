@@ -107,6 +107,33 @@ def versions_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def messages_page() -> str:
+    """docs/messages.md: the catalog of Kueue's messages, grouped by where Kueue writes them."""
+    from kueuediag.analysis.messages import catalog, catalog_versions
+
+    entries = catalog()
+    versions = catalog_versions()
+    lines = ["# What Kueue records: the message catalog", "",
+             "Generated from kueuediag/data/messages.yaml (`python -m kueuediag.docs`); do not edit by hand.", "",
+             f"{len(entries)} message templates Kueue writes on a Workload and around it, learned from Kueue's "
+             f"source at every release from {versions[0]} to {versions[-1]} (the newest patch of each minor). "
+             "KD801 (kueue-record) reads every recorded message against it: a message no template matches is "
+             "reported verbatim as `unrecognised-kueue-message`, and each template maps to the cause kueuediag "
+             "reports for it. `part` says where the text sits: the whole message, one reason inside "
+             "`couldn't assign flavors to pod set <ps>: ...` (flavor), or a suffix the scheduler appends.", ""]
+    groups: dict[str, list[str]] = {}
+    for e in entries:
+        reasons = ", ".join(f"`{r}`" for r in e.reasons)
+        note = f" {e.note}" if e.note else ""
+        groups.setdefault(e.condition, []).append(
+            f"| `{e.id}` | {e.status} | {reasons} | {e.part} | `{e.template.replace('|', '&#124;')}` | "
+            f"{e.versions} | `{e.cause}` | `{e.source}` |{note} |")
+    for condition, rows in groups.items():
+        lines += [f"## {condition}", "",
+                  "| entry | status | reasons | part | template | versions | cause | source | note |",
+                  "|---|---|---|---|---|---|---|---|---|", *rows, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
 def known_issues_page() -> str:
     """docs/known-issues.md: KD902's table of upstream bugs, from kueuediag/data/known_issues.yaml."""
     issues = known_issues()
@@ -185,6 +212,7 @@ def generated_pages() -> dict[str, str]:
     pages["checks/README.md"] = checks_index(classes)
     pages["causes.md"] = causes_index()
     pages["versions.md"] = versions_page()
+    pages["messages.md"] = messages_page()
     pages["known-issues.md"] = known_issues_page()
     return pages
 

@@ -84,8 +84,8 @@ def test_full_queue_has_no_violation(fixtures_dir: Path) -> None:
 def test_thresholds_are_options(fixtures_dir: Path) -> None:
     snap = _load(fixtures_dir, "guarantee-churn")
     target = resolve(snap, "job/train-shard-5", "research")
-    default = findings_of(GuaranteeViolation().run(snap, target))
-    assert [f.severity for f in default] == [Severity.INFO]
+    # quota freed 2m33s ago: within the default 5m requeue time Kueue's record is not stale yet
+    assert findings_of(GuaranteeViolation().run(snap, target)) == []
     strict = findings_of(GuaranteeViolation({"churn_minutes": 1, "violation_minutes": 2}).run(snap, target))
     assert [f.severity for f in strict] == [Severity.HIGH]
     medium = findings_of(GuaranteeViolation({"churn_minutes": "1", "violation_minutes": "10"}).run(snap, target))

@@ -127,10 +127,11 @@ def slow_preemption_evidence(v: Verdict) -> None:
     assert rate[0].cause == "slow-preemption", rate[0]
     assert "nlp-h100" in text_of(rate[0]) and re.search(r"every 1[45]m", rate[0].title), rate[0].title
     assert "900" in text_of(rate[0]), "the trickle is not matched against the victims' 900 s grace period"
-    # step 1: the guarantee violation it explains (8 GPUs needed, 8 unused nominal in nlp-h100)
-    gv = findings(v, cause="guarantee-violation")
-    assert gv and "8 nvidia.com/gpu" in gv[0].title and "nlp-h100" in gv[0].title, gv
-    assert "explains the guarantee violation" in v.headline
+    # step 1: it fits in unused nominal quota, but Kueue's record says it is preempting to make room: the record
+    # is not stale, so this is not a guarantee violation (KD101 rules it out, quoting the record)
+    assert not findings(v, cause="guarantee-violation")
+    assert "Kueue is preempting to make room" in record_reading(v), record_reading(v)
+    assert "Pending the preemption of 1 workload(s)" in record_reading(v)
 
 
 def stuck_target_evidence(v: Verdict) -> None:
@@ -204,9 +205,17 @@ def tas_evidence(v: Verdict) -> None:
     assert top.code == "KD201", top
     assert 'topology "gke-default"' in top.title and "largest hole 4" in top.title, top.title
     assert 'resource "nvidia.com/gpu": 4' in text_of(top) or "excluded" in text_of(top), text_of(top)
-    gv = findings(v, cause="guarantee-violation")
-    assert gv and "8 nvidia.com/gpu" in gv[0].title and "research-h100" in gv[0].title, gv
-    assert "explains the guarantee violation" in v.headline
+    # Kueue's record names the topology, not quota: KD101 rules the guarantee violation out with that record
+    assert not findings(v, cause="guarantee-violation")
+    assert "Kueue records a reason that is not quota" in record_reading(v), record_reading(v)
+    assert "topology-no-fit" in record_reading(v)
+
+
+def record_reading(v: Verdict) -> str:
+    """What KD101 observed when it ruled the guarantee violation out (its ruled-out evidence)."""
+    run = next(r for r in v.runs if r.code == "KD101")
+    assert run.outcome is Outcome.RULED_OUT, run
+    return " | ".join(e.observed for e in run.evidence)
 
 
 def guarantee_evidence(v: Verdict) -> None:
@@ -218,6 +227,9 @@ def guarantee_evidence(v: Verdict) -> None:
     assert minutes, top.title
     assert int(minutes.group(1) or 0) * 60 + int(minutes.group(2)) >= 30, top.title
     assert "ClusterQueue/bio-a100" in refs_of(top)
+    # the record is stale: a workload of bio-a100 finished after Kueue wrote "insufficient unused quota"
+    assert "Kueue's record is stale" in top.message, top.message
+    assert top.data["record"]["verdict"] == "stale" and "finished at" in top.data["record"]["change"], top.data
     # nothing else explains it: every other finding about the target only restates the violation
     others = [r.finding for r in v.findings[1:] if r.finding.about_target and r.finding.cause != "guarantee-violation"]
     assert not others, [f"{f.code} {f.cause}: {f.title}" for f in others]
@@ -263,9 +275,9 @@ CASES = [
         "team-nlp",
         "slow-preemption",
         Layer.KUEUE,
-        clear=(*SUBMISSION, "KD201", "KD701", "KD901"),
+        clear=(*SUBMISSION, "KD101", "KD201", "KD701", "KD901"),
         not_applicable=("KD103", "KD401"),
-        fired={"KD101": "guarantee-violation", "KD301": "slow-preemption", "KD302": "slow-preemption"},
+        fired={"KD301": "slow-preemption", "KD302": "slow-preemption"},
         evidence=slow_preemption_evidence,
     ),
     Scenario(
@@ -274,10 +286,9 @@ CASES = [
         "team-vision",
         "stuck-preemption-target",
         Layer.KUEUE,
-        clear=(*SUBMISSION, "KD201", "KD701"),
+        clear=(*SUBMISSION, "KD101", "KD201", "KD701"),
         not_applicable=("KD103", "KD401"),
         fired={
-            "KD101": "guarantee-violation",
             "KD301": "stuck-preemption-target",
             "KD302": "stuck-preemption-target",
             "KD902": "known-issue",
@@ -293,7 +304,7 @@ CASES = [
         clear=(*SUBMISSION, "KD201", "KD302", "KD701"),
         not_applicable=("KD401",),
         symptom_only=("KD301",),
-        fired={"KD101": "guarantee-violation", "KD103": "fair-sharing-anomaly", "KD902": "known-issue"},
+        fired={"KD101": "model-disagreement", "KD103": "fair-sharing-anomaly", "KD902": "known-issue"},
         evidence=fair_sharing_evidence,
     ),
     Scenario(
@@ -313,10 +324,10 @@ CASES = [
         "team-research",
         "topology-no-fit",
         Layer.KUEUE,
-        clear=(*SUBMISSION, "KD102", "KD302", "KD701", "KD901", "KD902"),
+        clear=(*SUBMISSION, "KD101", "KD102", "KD302", "KD701", "KD901", "KD902"),
         not_applicable=("KD103", "KD401"),
         symptom_only=("KD301",),
-        fired={"KD201": "topology-no-fit", "KD101": "guarantee-violation"},
+        fired={"KD201": "topology-no-fit"},
         evidence=tas_evidence,
     ),
     Scenario(

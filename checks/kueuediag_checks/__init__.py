@@ -28,6 +28,7 @@ _MODULES: tuple[tuple[str, str], ...] = (
     ("kueuediag_checks.resource_coverage", "ResourceCoverage"),
     ("kueuediag_checks.workload_activation", "WorkloadActivation"),
     ("kueuediag_checks.admission_checks", "AdmissionChecks"),
+    ("kueuediag_checks.kueue_record", "KueueRecord"),
 )
 
 

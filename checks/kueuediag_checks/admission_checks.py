@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kueuediag.analysis.kueue_config import kueue_config
+from kueuediag.analysis.messages import checks_in_state, rejected_checks
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
@@ -24,7 +24,6 @@ from kueuediag.timeutil import format_rfc3339, human_duration
 
 WAITING_MSG = "waiting for all admitted workloads to be in PodsReady condition"
 PR_CONDITIONS = ("Accepted", "Provisioned", "Failed", "CapacityRevoked", "BookingExpired")
-_REJECTED_IN = re.compile(r"in Rejected state: \"?(?P<name>[A-Za-z0-9.\-]+)\"?")
 
 
 class AdmissionChecks(Check):
@@ -36,7 +35,10 @@ class AdmissionChecks(Check):
         requeue backoff after a PodsReady timeout (`status.requeueState.requeueAt` in the future, Evicted
         reason `PodsReadyTimeout`); and a workload held by `waitForPodsReady.blockAdmission` while other
         admitted workloads are not PodsReady (`waiting for all admitted workloads to be in PodsReady
-        condition`).
+        condition`). A check in `Retry` — or a workload evicted by a check in Retry (`Evicted due to
+        AdmissionCheck in Retry state: ...`) — is `admission-check-retry`; when its backoff (`requeueAt`) has
+        passed and Kueue recorded no requeue (`Requeued=True`, `BackoffFinished`) and no new decision, the
+        finding says Kueue did not re-evaluate it (high severity).
 
     Why the workload stays pending:
         `Admitted=True` needs QuotaReserved **and** every admission check Ready, so a quota-holding workload
@@ -76,6 +78,7 @@ class AdmissionChecks(Check):
         out += self._backoff(snapshot, w)
         out += self._waiting_for_podsready(snapshot, w)
         out += self._checks(snapshot, w)
+        out += self._stale_retry(snapshot, w)
         states = ", ".join(f"{c.name}={c.state}" for c in w.admission_checks) or "none"
         cfg = kueue_config(snapshot).wait_for_pods_ready
         return self.result(
@@ -300,6 +303,53 @@ class AdmissionChecks(Check):
             )
         return out
 
+    def _stale_retry(self, snap: Snapshot, w: WorkloadView) -> list[Finding]:
+        """Evicted by an admission check in Retry, its backoff over, and Kueue never requeued it."""
+        evicted, requeued, qr = w.cond("Evicted"), w.cond("Requeued"), w.cond("QuotaReserved")
+        if not w.active or w.state != "pending" or w.requeue_at is None:
+            return []
+        if evicted is None or not evicted.true or evicted.reason != "AdmissionCheck":
+            return []
+        overdue = (snap.now - w.requeue_at).total_seconds()
+        if overdue < 60:
+            return []  # within the backoff (reported with the check) or just past it
+        if requeued is not None and requeued.true and requeued.last_transition is not None \
+                and requeued.last_transition >= w.requeue_at:
+            return []  # Kueue requeued it when the backoff ended (BackoffFinished)
+        if qr is not None and qr.last_transition is not None and qr.last_transition > w.requeue_at:
+            return []  # evaluated again since
+        names = checks_in_state(evicted.message, "Retry") or [c.name for c in w.admission_checks]
+        shown = ", ".join(names) or "(unnamed)"
+        evidence = [_cond_ev(w, evicted)]
+        if requeued is not None:
+            evidence.append(_cond_ev(w, requeued))
+        evidence.append(ev("object", f"requeueState: count {w.requeue_count or 0}, requeueAt "
+                           f"{format_rfc3339(w.requeue_at)} ({human_duration(overdue)} ago)", kind="Workload",
+                           name=w.name, namespace=w.namespace, field="status.requeueState",
+                           expected="Requeued=True (BackoffFinished) once requeueAt passes"))
+        for c in w.admission_checks:
+            if c.name in names:
+                evidence.append(ev("object", f"state {c.state}: {c.message}".rstrip(": "), kind="Workload",
+                                   name=w.name, namespace=w.namespace, field=f"status.admissionChecks[name={c.name}]"))
+        return [self.finding(
+            CauseSlug.ADMISSION_CHECK_RETRY,
+            f"evicted by admission check {shown} in Retry; its backoff ended {human_duration(overdue)} ago and Kueue "
+            "has not re-evaluated it",
+            f"Kueue evicted the workload because admission check {shown} asked for a retry (`{evicted.message}`) "
+            f"and set requeueAt {format_rfc3339(w.requeue_at)}. That time passed {human_duration(overdue)} ago, yet "
+            "the workload was not requeued (Requeued is not True with BackoffFinished) and no new QuotaReserved "
+            "decision was recorded since: the workload controller did not pick it up again.",
+            severity=Severity.HIGH,
+            evidence=evidence,
+            remediation=[
+                "Check the Kueue controller (the system-health check, KD901) and its logs for this workload: "
+                f"`kubectl -n kueue-system logs deploy/kueue-controller-manager | grep {w.name}`.",
+                f"Stop-gap: deactivate and reactivate it to requeue it now: `kubectl patch workload {w.name} -n "
+                f"{w.namespace} --type merge -p '{{\"spec\":{{\"active\":false}}}}'`, then the same with true.",
+            ],
+            data={"checks": names, "requeue_at": format_rfc3339(w.requeue_at), "overdue_seconds": int(overdue)},
+        )]
+
     def _rejected_names(self, snap: Snapshot, w: WorkloadView) -> dict[str, str]:
         """check name → the message that says it rejected the workload."""
         out: dict[str, str] = {c.name: c.message for c in w.admission_checks if c.state == "Rejected"}
@@ -318,8 +368,7 @@ class AdmissionChecks(Check):
             e.message for e in events_for(snap, "Workload", w.namespace, w.name) if e.reason == "AdmissionCheckRejected"
         ]
         for text in texts:
-            for m in _REJECTED_IN.finditer(text):
-                name = m.group("name")
+            for name in rejected_checks(text):
                 if name not in out or out[name].startswith("Reset to Pending"):
                     out[name] = text
         return out
@@ -425,7 +474,7 @@ class AdmissionChecks(Check):
                 "machine type); consider another flavor or a smaller request."
             )
         return self.finding(
-            CauseSlug.ADMISSION_CHECK_PENDING,
+            CauseSlug.ADMISSION_CHECK_RETRY if retry or c.state == "Retry" else CauseSlug.ADMISSION_CHECK_PENDING,
             title,
             f"{lead}"
             + (f" — message: {c.message}." if c.message and not retry else ".")

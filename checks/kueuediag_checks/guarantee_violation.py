@@ -6,6 +6,7 @@ from typing import Any
 
 from kueuediag.analysis.guarantees import (
     QuotaRow,
+    RecordReading,
     Violation,
     cohort_table,
     guarantee_violations,
@@ -13,6 +14,7 @@ from kueuediag.analysis.guarantees import (
     pending_requests,
     pending_workloads_history,
     quota_table,
+    read_record,
     resource_pending_history,
 )
 from kueuediag.analysis.quota import cq_quotas, quota_tree
@@ -28,7 +30,7 @@ from kueuediag.timeutil import format_rfc3339, human_duration
 
 
 class GuaranteeViolation(Check):
-    """Flags a pending workload that fits in its ClusterQueue's unused nominal quota: a guarantee violation.
+    """Flags a pending workload that fits in unused nominal quota while Kueue's record of it has gone stale.
 
     What it detects:
         For the target's ClusterQueue (and, to count the others, every ClusterQueue in the snapshot): per
@@ -36,17 +38,28 @@ class GuaranteeViolation(Check):
         nominal, what of its unused nominal quota other ClusterQueues of the cohort borrowed (lent), and the
         requests of its pending workloads. A pending workload whose every pod set fits in the unused nominal
         quota of some flavor it may use (flavor nodeLabels against the pod's nodeSelector/affinity, flavor
-        nodeTaints against its tolerations) is a guarantee violation. Quota lent to other ClusterQueues still
-        counts as unused: it is the tenant's guarantee and Kueue must reclaim it. How long it has been so
-        grades the finding: under `churn_minutes` (default 5) it is scheduling churn (info), up to
-        `violation_minutes` (default 30) a warning (medium), beyond that a violation on-call should act on
-        (high). The start is the workload's `QuotaReserved=False` transition, moved later when a workload of
-        the same ClusterQueue finished afterwards and its quota was needed for the fit, and narrowed by
+        nodeTaints against its tolerations) is a candidate guarantee violation. Quota lent to other
+        ClusterQueues still counts as unused: it is the tenant's guarantee and Kueue must reclaim it. How long it
+        has been so grades the finding: up to `violation_minutes` (default 30) a warning (medium), beyond that a
+        violation on-call should act on (high). The start is the workload's `QuotaReserved=False` transition,
+        moved later when a workload of the same ClusterQueue finished afterwards and its quota was needed for
+        the fit, and narrowed by
         `kueue_cluster_queue_nominal_quota` / `kueue_cluster_queue_resource_reservation` history when the
         snapshot has it (`kueue_pending_workloads` history is shown as evidence). When the target does not
         violate but other pending workloads in the cluster do (beyond the churn threshold), a low-severity
         cluster-wide finding (not about the target) lists them: they are the first sign that Kueue itself is
         stuck.
+
+        Kueue's record comes first. The recomputation is compared with the Workload's QuotaReserved=False
+        message: only positive evidence that capacity changed after Kueue wrote it (a workload of the
+        ClusterQueue finished and freed the quota the fit needs, Prometheus shows the unused quota covering the
+        request since then, or the ClusterQueue's spec changed) older than `churn_minutes` — Kueue's normal
+        requeue time — makes a `guarantee-violation`. A more recent change is ruled out (the record is not stale
+        yet); a record that says Kueue is preempting, or that names a non-quota reason (topology, flavors,
+        gates), is ruled out with that record quoted (its owner reports the cause); a record saying the workload
+        does not fit, with nothing changed since, is `model-disagreement` (medium confidence, both accounts
+        shown; a matching known issue from KD902 ranks above it). A guarantee violation is never the fallback
+        for "nothing else fired".
 
     Why the workload stays pending:
         This check does not say why: a guarantee violation is a symptom. The tenant has unallocated
@@ -96,16 +109,33 @@ class GuaranteeViolation(Check):
         violations = guarantee_violations(snapshot)
         mine = next((v for v in violations if v.workload.uid == w.uid and v.workload.name == w.name), None)
         others = [v for v in violations if v is not mine]
-        significant = [v for v in others if v.seconds is None or v.seconds >= churn_s]
+        # only a stale record is a violation: capacity changed after Kueue wrote it and it did not re-evaluate
+        significant = [v for v in others if read_record(snapshot, v, churn_s).verdict == "stale"]
         data = self._data(snapshot, cq, others)
+        ruled_out: list[Evidence] = []
         if mine is not None:
-            return CheckResult.fired([self._target_finding(snapshot, mine, significant, data)])
+            reading = read_record(snapshot, mine, churn_s)
+            data = dict(data, record=reading.as_dict)
+            if reading.verdict == "stale":
+                return CheckResult.fired([self._target_finding(snapshot, mine, significant, data, reading)])
+            if reading.verdict in ("disagree", "no-record"):
+                return CheckResult.fired([self._disagreement(snapshot, mine, reading, data)])
+            if reading.verdict == "fresh":
+                age = human_duration(snapshot.age_seconds(reading.change_at))
+                why = (f"fits in unused nominal quota, but capacity changed only {age} ago ({reading.change}): "
+                       f"within Kueue's normal requeue time ({self.opts['churn_minutes']:g}m), so its record "
+                       "is not stale yet")
+            else:
+                why = f"fits in unused nominal quota, and Kueue's record explains the wait: {reading.explanation}"
+            ruled_out.append(ev("condition", f"{why}; {reading.record}", kind="Workload", name=w.name,
+                                namespace=w.namespace, field="status.conditions[type=QuotaReserved]"))
         if significant:
             return CheckResult.fired([self._cluster_finding(snapshot, cq, significant, data)])
-        return CheckResult.ruled_out(ev(
-            "derived", f"the workload does not fit in ClusterQueue {cq}'s unused nominal quota, and "
-                       f"{len(others)} other pending workload(s) that would fit are within normal churn "
-                       f"(< {self.opts['churn_minutes']}m)", kind="ClusterQueue", name=cq,
+        return CheckResult.ruled_out(*ruled_out, ev(
+            "derived", ("the workload does not fit in ClusterQueue " + cq + "'s unused nominal quota"
+                        if mine is None else "no guarantee violation")
+            + f", and none of the {len(others)} other pending workload(s) that would fit has a stale record "
+            f"older than {self.opts['churn_minutes']:g}m", kind="ClusterQueue", name=cq,
             field="spec.resourceGroups[].flavors[].resources[].nominalQuota - status.flavorsUsage"))
 
     # --- findings ----------------------------------------------------------------------------------------
@@ -119,7 +149,7 @@ class GuaranteeViolation(Check):
         return Severity.HIGH
 
     def _target_finding(self, snap: Snapshot, v: Violation, others: list[Violation],
-                        data: dict[str, Any]) -> Finding:
+                        data: dict[str, Any], reading: RecordReading) -> Finding:
         w = v.workload
         cq = v.cluster_queue
         rows = {(r.flavor, r.resource): r for r in quota_table(snap, cq)}
@@ -158,6 +188,9 @@ class GuaranteeViolation(Check):
             parts.append(f"Part of the unused quota ({lent}) is lent to other ClusterQueues of the cohort; "
                          f"Kueue must reclaim it by preemption (spec.preemption.reclaimWithinCohort: {policy}"
                          + (", which forbids it" if policy == "Never" else "") + ").")
+        parts.append(f"Kueue's record is stale: it wrote `{reading.record}`, then {reading.change}, and Kueue "
+                     f"has not re-evaluated the workload within its normal requeue time "
+                     f"({self.opts['churn_minutes']:g}m).")
         if others:
             parts.append(f"{len(others)} other pending workload(s) in the cluster are in the same "
                          "situation.")
@@ -190,6 +223,8 @@ class GuaranteeViolation(Check):
             if v.released_by is None or "finished at" not in note:
                 evidence.append(ev("derived", note, kind="ClusterQueue", name=cq, field="violation start"))
         evidence.extend(self._metric_evidence(snap, cq, v))
+        evidence.append(ev("derived", f"stale record: {reading.change}, after Kueue's record",
+                           kind="Workload", name=w.name, namespace=w.namespace, field="status.conditions"))
         confidence = self._confidence(snap, cq, v)
         data = dict(data, violation_minutes=None if v.minutes is None else round(v.minutes, 1),
                     since=format_rfc3339(v.since) if v.since else None, since_source=v.since_source,
@@ -198,6 +233,36 @@ class GuaranteeViolation(Check):
             CauseSlug.GUARANTEE_VIOLATION, title, " ".join(parts), severity=severity, confidence=confidence,
             evidence=evidence, about_target=True, data=data,
             remediation=self._remediation(w.namespace, cq),
+        )
+
+    def _disagreement(self, snap: Snapshot, v: Violation, reading: RecordReading, data: dict[str, Any]) -> Finding:
+        """kueuediag's recomputation says it fits; Kueue's record says it does not, and nothing changed since."""
+        w, cq = v.workload, v.cluster_queue
+        rows = {(r.flavor, r.resource): r for r in quota_table(snap, cq)}
+        requests = v.fit.requests()
+        model = "; ".join(
+            f"{format_quantity(q, r)} {r} needed, "
+            f"{format_quantity(rows[(f, r)].unused, r) if (f, r) in rows else '?'} unused in flavor {f}"
+            for (f, r), q in sorted(requests.items()))
+        qr = w.cond("QuotaReserved")
+        kueue = reading.record or "nothing: the Workload has no QuotaReserved=False message"
+        said = f"says `{qr.message}`" if qr is not None and reading.record else "recorded no decision"
+        title = (f"kueuediag's model and Kueue disagree: the model fits it in ClusterQueue {cq}'s unused nominal "
+                 f"quota ({model}), Kueue {said}")
+        message = (
+            f"kueuediag recomputed the quota of ClusterQueue {cq} from its Workloads and finds room: {model}. "
+            f"Kueue recorded {kueue}. Nothing in the snapshot shows capacity changing after Kueue wrote that (no "
+            "workload of the ClusterQueue finished since, no quota change, no metric history saying otherwise), "
+            "so this is not a stale record and not a guarantee violation. Explanations, in order: a known Kueue "
+            "bug or version difference (see the known-issues check, KD902), something the snapshot misses (a "
+            "workload or usage Kueue counts), or a wrong model in kueuediag. Kueue's account comes first."
+        )
+        evidence = self._quota_evidence(snap, cq, sorted(requests))
+        evidence.append(ev("condition", kueue, kind="Workload", name=w.name, namespace=w.namespace,
+                           field="status.conditions[type=QuotaReserved]"))
+        return self.finding(
+            CauseSlug.MODEL_DISAGREEMENT, title, message, severity=Severity.MEDIUM, confidence=Confidence.MEDIUM,
+            evidence=evidence, about_target=True, data=data,
         )
 
     def _cluster_finding(self, snap: Snapshot, cq: str, others: list[Violation],

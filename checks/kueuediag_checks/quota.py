@@ -230,7 +230,7 @@ class QuotaCheck(Check):
         reason = qr.reason
         if reason == "WaitingForPreemptedWorkloads" or pm.preempting or pm.preemption_failed:
             return "preemption-in-progress"
-        if pm.has(ReasonKind.OVERLAPPING_TARGETS) and "will fit after these preemptions complete" in qr.message:
+        if pm.has(ReasonKind.OVERLAPPING_DEFERRED):
             return "preemption-in-progress"
         if reason == "ExceedsMaxQuota":
             return "exceeds-max-quota"

@@ -24,6 +24,7 @@ from kueuediag.analysis.scheduling import (
     PodScheduling,
     SchedulingFailure,
     container_start_failures,
+    gate_authors,
     pod_scheduling,
 )
 from kueuediag.causes import CauseSlug
@@ -105,7 +106,10 @@ class ReleaseState(Check):
         no node has a hole of the pod's shape, and `kube-unschedulable` otherwise (taints, affinity, unbound
         PersistentVolumeClaims, full nodes); bound pods whose containers cannot start (image pulls,
         CreateContainerConfigError) and released jobs whose controller cannot create pods (FailedCreate, e.g. a
-        namespace ResourceQuota) → `pods-not-starting`.
+        namespace ResourceQuota) → `pods-not-starting`. Scheduling gates Kueue did not add (anything other than
+        `kueue.x-k8s.io/admission`, `kueue.x-k8s.io/topology`, `kueue.x-k8s.io/elastic-job`) →
+        `foreign-scheduling-gate`, naming who added the gate from the pod's managedFields: Kueue only removes
+        its own gates.
         A pending (not admitted) workload whose pods are gated or whose job is suspended is normal: clear.
 
     Why the workload stays pending:
@@ -153,13 +157,15 @@ class ReleaseState(Check):
         owner = _owner(snapshot, w, target)
         pods = [p for p in workload_pods(snapshot, w) if not p.terminal]
         held = _held(owner, pods)
+        in_grace = age is not None and age < float(self.opts["grace_seconds"])
+        foreign = [] if in_grace else self._foreign_gates(w, pods, age)
         if held:
-            if age is not None and age < float(self.opts["grace_seconds"]):
+            if in_grace:
                 return CheckResult.not_applicable(
                     f"admitted {human_duration(age)} ago: Kueue is still releasing the pods (grace "
                     f"{self.opts['grace_seconds']}s)")
-            return CheckResult.fired([self._not_released(w, held, age)])
-        findings: list[Finding] = []
+            return CheckResult.fired([self._not_released(w, held, age), *foreign])
+        findings: list[Finding] = list(foreign)
         pending = [p for p in pods if not p.node and not p.terminating]
         scheds = [s for s in (pod_scheduling(snapshot, p) for p in pending) if s.failure is not None]
         if scheds:
@@ -177,6 +183,54 @@ class ReleaseState(Check):
             "object", f"{len(pods)} pod(s), {placed} bound to a node; no scheduling gate left, no "
                       "FailedScheduling, image-pull or container-start failure", kind="Workload", name=w.name,
             namespace=w.namespace, field="pods of the workload"))
+
+    # --- gates Kueue did not add --------------------------------------------------------------------------
+    def _foreign_gates(self, w: WorkloadView, pods: list[PodView], age: float | None) -> list[Finding]:
+        """Scheduling gates on the workload's pods that Kueue did not add: Kueue never removes them."""
+        gated = [(p, g) for p in pods for g in p.scheduling_gates if g not in KUEUE_GATES]
+        if not gated:
+            return []
+        evidence: list[Evidence] = []
+        who: dict[str, str] = {}
+        for p, g in gated:
+            author = gate_authors(p).get(g)
+            if author is not None:
+                how = "managedFields own the gate" if author.exact else "the pod's only non-system writer"
+                who.setdefault(g, author.manager)
+                added = f"; added by {author.manager} at {author.time} ({how})"
+            else:
+                added = "; managedFields do not say who added it"
+            evidence.append(ev("object", f"schedulingGates: [{', '.join(p.scheduling_gates)}]{added}", kind="Pod",
+                               name=p.name, namespace=p.namespace, field="spec.schedulingGates",
+                               expected="no scheduling gate once Kueue admitted the workload"))
+            sched = p.conditions.get("PodScheduled")
+            if sched is not None and sched.false:
+                evidence.append(ev("condition", f"PodScheduled=False ({sched.reason}): {sched.message}", kind="Pod",
+                                   name=p.name, namespace=p.namespace, field="status.conditions[type=PodScheduled]"))
+        gates = sorted({g for _, g in gated})
+        pod_names = sorted({p.name for p, _ in gated})
+        first_pod, first_gate = gated[0]
+        by = f" (added by {who[first_gate]})" if first_gate in who else ""
+        since = f" {human_duration(age)} ago" if age is not None else ""
+        authors = "; ".join(f"{g} by {m}" for g, m in sorted(who.items())) or "managedFields do not say by whom"
+        index = first_pod.scheduling_gates.index(first_gate)
+        return [self.finding(
+            CauseSlug.FOREIGN_SCHEDULING_GATE,
+            f"pod {first_pod.name} is held by scheduling gate {first_gate}, which Kueue did not add{by}",
+            f"Kueue admitted the workload{since} and released it, but {len(pod_names)} pod(s) still carry "
+            f"scheduling gate(s) {', '.join(gates)} that Kueue did not add ({authors}). Kueue only adds and removes "
+            f"its own gates ({', '.join(KUEUE_GATES)}), so it will never remove these; the kube-scheduler ignores "
+            "a gated pod while the workload keeps its quota.",
+            evidence=evidence,
+            remediation=[
+                (f"Ask {who[first_gate]}, which added {first_gate}, " if first_gate in who else
+                 f"Find the controller or webhook that adds {first_gate} and ask it ")
+                + "why it holds the pod (its logs, the webhook's configuration); it must remove the gate.",
+                f"Only if that controller is gone: `kubectl patch pod {first_pod.name} -n {first_pod.namespace} "
+                f"--type json -p '[{{\"op\":\"remove\",\"path\":\"/spec/schedulingGates/{index}\"}}]'`.",
+            ],
+            data={"gates": gates, "pods": pod_names, "added_by": who},
+        )]
 
     # --- not released ----------------------------------------------------------------------------------------
     def _not_released(self, w: WorkloadView, held: list[HeldBy], age: float | None) -> Finding:

@@ -8,6 +8,7 @@ from kueuediag.analysis.flavor_match import FlavorExclusion, group_exclusions, g
 from kueuediag.analysis.kueue_config import kueue_config
 from kueuediag.analysis.messages import PendingMessage, ReasonKind
 from kueuediag.analysis.queue_route import QueueRoute, collected
+from kueuediag.analysis.quota import workload_fit
 from kueuediag.causes import CauseSlug
 from kueuediag.models import Evidence, Finding, Severity, ev
 from kueuediag.quantity import format_quantity
@@ -31,7 +32,10 @@ class ResourceCoverage(SubmissionCheck):
         A requested resource that no `resourceGroup` of the ClusterQueue lists in `coveredResources` (prefixes in
         `resources.excludeResourcePrefixes` are ignored, as Kueue does); and a pod set whose nodeSelector,
         required node affinity or tolerations exclude every flavor of the group that covers its resources.
-        (Split out of the former `queue-configuration` check, KD001.)
+        When every pod set fits some flavor but Kueue's in-order assignment (each pod set takes the first flavor
+        that fits after what earlier pod sets took, never revisiting a choice) does not fit while another
+        combination of the eligible flavors does: `flavor-assignment-conflict` (the combination search is
+        bounded at 4,096 combinations). (Split out of the former `queue-configuration` check, KD001.)
 
     Why the workload stays pending:
         The flavor assigner answers `resource <r> unavailable in ClusterQueue`, or `flavor <f> doesn't match node
@@ -71,10 +75,47 @@ class ResourceCoverage(SubmissionCheck):
         if route.cq is None:
             return []
         wl_ev = qr_evidence(p.w, p.qr)
-        return [
+        found = [
             *self._resources(snapshot, route.cq, p.w, wl_ev),
             *self._flavors(snapshot, kueue_index(snapshot), route.cq, p.w, wl_ev, p.pm),
         ]
+        return found or self._conflict(snapshot, p.w, wl_ev)
+
+    def _conflict(self, snap: Snapshot, w: WorkloadView, wl_ev: list[Evidence]) -> list[Finding]:
+        """Kueue's in-order flavor assignment does not fit while another combination does."""
+        fit = workload_fit(snap, w)
+        if fit is None or fit.better is None:
+            return []
+        better = fit.better
+        kueue = "; ".join(f"{ps} → {f.flavor} ({f.verdict.value})" for ps, f in fit.chosen())
+        other = "; ".join(f"{ps} → {flavor}" for ps, _, flavor in better.flavors)
+        moved = [(ps, flavor) for (ps, f), (_, _, flavor) in zip(fit.chosen(), better.flavors, strict=False)
+                 if f.flavor != flavor]
+        fixes = [
+            f"Pin pod set {ps} to flavor {flavor}: give it a nodeSelector matching ResourceFlavor {flavor}'s "
+            f"nodeLabels (`kubectl get resourceflavor {flavor} -o jsonpath='{{.spec.nodeLabels}}'`), so Kueue's "
+            "in-order assignment cannot take the flavor a later pod set needs."
+            for ps, flavor in moved
+        ] + ["Or order the pod sets so the most constrained one comes first, or split the job into separate jobs."]
+        return [self.finding(
+            CauseSlug.FLAVOR_ASSIGNMENT_CONFLICT,
+            f"Kueue's in-order flavor assignment leaves the workload {fit.verdict.value}, but {other} "
+            f"{'fits' if better.verdict.fits else better.verdict.value}",
+            f"Every pod set fits some flavor of ClusterQueue {fit.cluster_queue}, but Kueue assigns flavors pod set "
+            f"by pod set, each taking the first flavor that fits after what earlier pod sets took, and never "
+            f"revisits a choice: {kueue}. Assigning {other} instead is {better.verdict.value}. The workload waits "
+            "although the quota suffices; Kueue's message blames quota for the last pod set.",
+            evidence=[
+                ev("derived", f"Kueue's order: {kueue}", kind="ClusterQueue", name=fit.cluster_queue,
+                   field="spec.resourceGroups[].flavors"),
+                ev("derived", f"feasible: {other} ({better.verdict.value})", kind="ClusterQueue",
+                   name=fit.cluster_queue, field="spec.resourceGroups[].flavors"),
+                *wl_ev,
+            ],
+            remediation=fixes,
+            data={"kueue_order": {ps: f.flavor for ps, f in fit.chosen()},
+                  "feasible": {ps: flavor for ps, _, flavor in better.flavors}, "verdict": better.verdict.value},
+        )]
 
     def _resources(self, snap: Snapshot, cq: ClusterQueueView, w: WorkloadView, wl_ev: list[Evidence]) -> list[Finding]:
         cfg = kueue_config(snap)

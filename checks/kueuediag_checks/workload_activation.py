@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from kueuediag.analysis.kueue_config import kueue_config
-from kueuediag.analysis.messages import PendingMessage, ReasonKind
+from kueuediag.analysis.messages import PendingMessage, ReasonKind, rejected_checks
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Finding, Severity, ev
@@ -62,7 +60,7 @@ class WorkloadActivation(Check):
             found = [*self._deactivated(snapshot, w, p.qr), *self._gated(w, p.qr, p.pm)]
         gates = (w.obj.get("metadata") or {}).get("annotations", {}).get(GATED_BY)
         return self.result(found, ev(
-            "object", "spec.active: true; " + (f"{GATED_BY}: {gates}" if gates else f"no {GATED_BY} annotation"),
+            "object", "true; " + (f"annotation {GATED_BY}: {gates}" if gates else f"no {GATED_BY} annotation"),
             kind="Workload", name=w.name, namespace=w.namespace, field="spec.active"))
 
     def _deactivated(self, snap: Snapshot, w: WorkloadView, qr: Condition | None) -> list[Finding]:
@@ -159,8 +157,7 @@ class WorkloadActivation(Check):
                 c.name for c in w.admission_checks if c.state == "Rejected" or "Previously: Rejected" in c.message
             ]
             if not rejected:
-                m = re.search(r'in Rejected state: "?([A-Za-z0-9.\-]+)"?', detail)
-                rejected = [m.group(1)] if m else []
+                rejected = rejected_checks(detail)
             why = f"admission check {', '.join(rejected) or '(see message)'} rejected it"
             fixes.append("Read the admission check's message (and its ProvisioningRequest) and fix the cause.")
         else:

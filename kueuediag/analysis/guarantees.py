@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 
+from kueuediag.analysis.health import last_spec_change
+from kueuediag.analysis.messages import ReasonKind, parse_pending_message
 from kueuediag.analysis.quota import FlavorResourceQuota, WorkloadFit, cq_quotas, quota_tree, workload_fit
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.kueue import (
@@ -428,3 +430,85 @@ def resource_pending_history(store: MetricStore, cq: str, resource: str, need: D
 
 def _iso(t: datetime | None) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if t else "?"
+
+
+# --- the recomputation against Kueue's record ---------------------------------------------------------------
+
+# kinds of a QuotaReserved=False message that claim the workload does not fit in quota
+_QUOTA_CLAIMS = (ReasonKind.INSUFFICIENT_UNUSED_QUOTA, ReasonKind.EXCEEDS_MAX_QUOTA, ReasonKind.NO_LONGER_FITS)
+
+
+@dataclass(frozen=True)
+class RecordReading:
+    """How a guarantee violation compares with what Kueue recorded on the Workload.
+
+    `verdict` is one of:
+
+    * ``stale``   – positive evidence that capacity changed after Kueue wrote its QuotaReserved=False record
+                    (a workload of the ClusterQueue finished and freed the quota the fit needs, Prometheus shows
+                    the unused nominal quota covering the request since then, or the ClusterQueue's spec changed),
+                    and Kueue has not re-evaluated within its normal requeue time: a guarantee violation;
+    * ``fresh``   – the same evidence, but too recent: Kueue re-evaluates within its requeue time;
+    * ``explained`` – Kueue's record gives a reason that is not about quota, or says it is preempting: the owner of
+                    that cause reports it;
+    * ``disagree`` – Kueue's record says the workload does not fit and nothing shows capacity changing since:
+                    kueuediag's model and Kueue disagree;
+    * ``no-record`` – Kueue recorded no decision at all (no QuotaReserved=False message).
+    """
+
+    verdict: str
+    record: str
+    """the QuotaReserved condition quoted (empty for no-record)"""
+    change: str = ""
+    """what changed after Kueue wrote its record (stale / fresh)"""
+    change_at: datetime | None = None
+    explanation: str = ""
+    """for explained: what in the record accounts for the wait (with the cause it maps to)"""
+
+    @property
+    def as_dict(self) -> dict[str, str]:
+        out = {"verdict": self.verdict, "record": self.record}
+        if self.change:
+            out["change"] = self.change
+            out["change_at"] = _iso(self.change_at)
+        if self.explanation:
+            out["explanation"] = self.explanation
+        return out
+
+
+def read_record(snap: Snapshot, v: Violation, requeue_seconds: float) -> RecordReading:
+    """Compare violation `v` with the Workload's QuotaReserved record (see RecordReading)."""
+    w = v.workload
+    qr = w.cond("QuotaReserved")
+    if qr is None or not qr.false or not qr.message:
+        return RecordReading("no-record", "")
+    written = qr.last_transition
+    record = f"QuotaReserved=False ({qr.reason}) since {_iso(written)}: {qr.message}"
+    changes: list[tuple[datetime, str]] = []
+    if written is not None:
+        if v.released_by is not None and v.since is not None and v.since > written:
+            changes.append((v.since, f"Workload {v.released_by.ref()} finished at {_iso(v.since)} and freed the "
+                                     "quota the fit needs"))
+        elif v.since is not None and v.since > written and v.since_source.startswith("metrics"):
+            changes.append((v.since, v.since_source))
+        cq = kueue_index(snap).cluster_queues.get(v.cluster_queue)
+        spec = last_spec_change(cq.obj) if cq is not None else None
+        if spec is not None and spec[0] > written:
+            changes.append((spec[0], f"ClusterQueue {v.cluster_queue} spec changed at {_iso(spec[0])} "
+                                     f"(managedFields: {spec[1]}, {spec[2]})"))
+    if changes:
+        at, what = max(changes)
+        age = snap.age_seconds(at)
+        verdict = "stale" if age is None or age >= requeue_seconds else "fresh"
+        return RecordReading(verdict, record, what, at)
+    pm = parse_pending_message(qr.message)
+    if pm.preempting is not None or pm.preemption_failed is not None or pm.has(
+            ReasonKind.OVERLAPPING_TARGETS, ReasonKind.OVERLAPPING_DEFERRED):
+        return RecordReading("explained", record, explanation="Kueue is preempting to make room "
+                             "(preemption-in-progress)")
+    other = [r for r in pm.reasons if r.kind not in _QUOTA_CLAIMS]
+    if other and not pm.has(*_QUOTA_CLAIMS):
+        causes = ", ".join(dict.fromkeys(r.cause or "unrecognised-kueue-message" for r in other))
+        return RecordReading("explained", record, explanation=f"Kueue records a reason that is not quota: "
+                             f"`{other[0].text}` ({causes})")
+    return RecordReading("disagree", record)

@@ -13,6 +13,7 @@ from typing import Any
 
 from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.kueue_config import CONFIG_MAP, kueue_config
+from kueuediag.analysis.messages import waits_for_preemption
 from kueuediag.snapshot.k8s import NodeView, PodView, meta
 from kueuediag.snapshot.kueue import (
     KueueIndex,
@@ -163,7 +164,7 @@ def waits_on_preemption(w: WorkloadView | None) -> bool:
     cond = w.cond("QuotaReserved")
     if cond is None or cond.true:
         return False
-    return "Pending the preemption of" in cond.message or "overlapping preemption targets" in cond.message
+    return waits_for_preemption(cond.message)
 
 
 def victim_blocks(idx: KueueIndex, w: WorkloadView | None, target_cq: str | None, v: Victim) -> bool:

@@ -1,8 +1,14 @@
-"""Parse the condition messages Kueue writes, every variant from v0.10 to v0.19 (kueue-facts §2.4).
+"""Read what Kueue recorded: every condition message it writes, classified by the catalog (v0.9 – v0.19).
 
-The QuotaReserved=False message is the scheduler's own explanation. This module turns it into structured
-reasons without splitting blindly on ", " (taint structs and TAS exclusion lists contain commas): each known
-template is matched by its own regex.
+Kueue's conditions, admission-check states and queue conditions are primary evidence. This module is the one
+place that turns their text into structure: `kueuediag/data/messages.yaml` lists every message template Kueue
+writes (learned from its source at each release tag) with a regex, the versions that write it and the cause it
+maps to; checks ask this module instead of matching strings themselves.
+
+The QuotaReserved=False message is the scheduler's own explanation. `parse_pending_message` turns it into
+structured reasons without splitting blindly on ", " (taint structs and TAS exclusion lists contain commas):
+each catalogued template is matched by its own regex, and whatever no template matches is kept verbatim as an
+unrecognised fragment — never dropped, never guessed at.
 """
 
 from __future__ import annotations
@@ -11,12 +17,43 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from functools import cache
+from importlib import resources
+from typing import Any
 
+import yaml
+
+from kueuediag.analysis.versions import Version, parse_version
 from kueuediag.quantity import QuantityError, parse_quantity
+
+CATALOG_SCHEMA = "kueuediag/messages/v1"
+
+# Conditions whose text Kueue writes itself (others on a Workload belong to other controllers). Finished carries
+# the job's own message for Succeeded/Failed, so only Kueue's reasons for it are read.
+KUEUE_CONDITIONS = (
+    "QuotaReserved",
+    "Admitted",
+    "Evicted",
+    "Preempted",
+    "Requeued",
+    "PodsReady",
+    "DeactivationTarget",
+    "BlockedOnPreemptionGates",
+)
+KUEUE_FINISHED_REASONS = ("OutOfSync",)
+
+# A condition may carry a message written for another one: QuotaReserved flips back to False with the eviction
+# message, Requeued repeats the eviction (or the workload controller's) message.
+_BORROWS: dict[str, tuple[str, ...]] = {
+    "QuotaReserved": ("QuotaReserved", "Evicted", "Preempted"),
+    "Requeued": ("Requeued", "Evicted", "Preempted", "QuotaReserved"),
+    "Evicted": ("Evicted", "QuotaReserved"),
+}
 
 
 class ReasonKind(StrEnum):
-    """What one reason in a pending message says (one member per message pattern Kueue writes)."""
+    """What one catalogued message (or one reason inside a pending message) says: the `kind` of the catalog's
+    entries (several entries may share one), plus `other` for text no template matches."""
 
     INSUFFICIENT_UNUSED_QUOTA = "insufficient-unused-quota"
     EXCEEDS_MAX_QUOTA = "exceeds-max-quota"
@@ -46,7 +83,126 @@ class ReasonKind(StrEnum):
     BYPASSED = "bypassed"
     DEACTIVATED = "deactivated"
     DRA = "dra"
+    NAMESPACE_MISSING = "namespace-missing"
+    NOMINATED_FLAVOR = "nominated-flavor"
+    FLAVOR_NOT_ALLOWED = "flavor-not-allowed"
+    SLICE_FLAVOR_PINNED = "slice-flavor-pinned"
+    INTERNAL_ERROR = "internal-error"
+    TAS_REPLACEMENT = "tas-replacement"
+    PREEMPTING = "preempting"
+    PREEMPTION_FAILED = "preemption-failed"
+    OVERLAPPING_DEFERRED = "overlapping-deferred"
+    VARIANT_ADMITTED = "variant-admitted"
+    ADMIT_FAILED = "admit-failed"
+    QUOTA_RESERVED = "quota-reserved"
+    ADMITTED = "admitted"
+    NO_RESERVATION = "no-reservation"
+    CHECKS_PENDING = "checks-pending"
+    DELAYED_TOPOLOGY = "delayed-topology"
+    PODS_READY = "pods-ready"
+    PODS_NOT_READY = "pods-not-ready"
+    PODS_RECOVERING = "pods-recovering"
+    PODSREADY_TIMEOUT = "podsready-timeout"
+    PREEMPTED = "preempted"
+    CHECK_RETRY = "check-retry"
+    NODE_FAILURE = "node-failure"
+    MANAGER_EVICTION = "manager-eviction"
+    REQUEUED = "requeued"
+    DEACTIVATING = "deactivating"
+    FINISHED = "finished"
+    CHECK_INACTIVE = "check-inactive"
+    CHECK_READY = "check-ready"
+    CHECK_ERROR = "check-error"
+    CHECK_REJECTED = "check-rejected"
+    QUEUE_ACTIVE = "queue-active"
+    LQ_CQ_INACTIVE = "lq-cq-inactive"
+    CQ_TERMINATING = "cq-terminating"
     OTHER = "other"
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One message template Kueue writes (see the header of kueuediag/data/messages.yaml)."""
+
+    id: str
+    condition: str
+    status: str
+    reasons: tuple[str, ...]
+    part: str
+    kind: ReasonKind
+    cause: str
+    template: str
+    pattern: re.Pattern[str]
+    example: str
+    source: str
+    since: str
+    until: str
+    absent: tuple[str, ...] = ()
+    note: str = ""
+
+    def exists_in(self, version: str | Version | None) -> bool | None:
+        """Whether Kueue `version` (``v0.15.2``, ``v0.15``) writes this message; None when the version is unknown."""
+        v = version if isinstance(version, Version) else parse_version(version)
+        lo, hi = parse_version(self.since), parse_version(self.until)
+        if v is None or lo is None or hi is None:
+            return None
+        return lo.line <= v.line <= hi.line and f"v{v.major}.{v.minor}" not in self.absent
+
+    @property
+    def versions(self) -> str:
+        text = self.since if self.since == self.until else f"{self.since} - {self.until}"
+        return text + (f" (not {', '.join(self.absent)})" if self.absent else "")
+
+
+def _entry(raw: dict[str, Any]) -> CatalogEntry:
+    versions = raw.get("versions") or {}
+    return CatalogEntry(
+        id=str(raw["id"]),
+        condition=str(raw["condition"]),
+        status=str(raw["status"]),
+        reasons=tuple(str(r) for r in raw.get("reasons") or ()),
+        part=str(raw["part"]),
+        kind=ReasonKind(str(raw["kind"])),
+        cause=str(raw["cause"]),
+        template=str(raw["template"]),
+        pattern=re.compile(str(raw["pattern"])),
+        example=str(raw["example"]),
+        source=str(raw["source"]),
+        since=str(versions["since"]),
+        until=str(versions["until"]),
+        absent=tuple(str(a) for a in versions.get("absent") or ()),
+        note=str(raw.get("note") or ""),
+    )
+
+
+@cache
+def catalog() -> tuple[CatalogEntry, ...]:
+    """Every catalogued message, in file order (loaded once)."""
+    text = resources.files("kueuediag").joinpath("data/messages.yaml").read_text(encoding="utf-8")
+    doc = yaml.safe_load(text)
+    if not isinstance(doc, dict) or doc.get("schema") != CATALOG_SCHEMA:
+        raise ValueError(f"kueuediag/data/messages.yaml: schema is not {CATALOG_SCHEMA}")
+    return tuple(_entry(raw) for raw in doc["entries"])
+
+
+@cache
+def catalog_versions() -> tuple[str, ...]:
+    text = resources.files("kueuediag").joinpath("data/messages.yaml").read_text(encoding="utf-8")
+    return tuple(str(v) for v in yaml.safe_load(text)["versions"])
+
+
+def entry(entry_id: str) -> CatalogEntry:
+    for e in catalog():
+        if e.id == entry_id:
+            return e
+    raise KeyError(entry_id)
+
+
+def _entries(part: str, conditions: tuple[str, ...] = ("QuotaReserved",)) -> tuple[CatalogEntry, ...]:
+    return tuple(e for e in catalog() if e.part == part and e.condition in conditions)
+
+
+# --- the QuotaReserved=False message -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -54,11 +210,9 @@ class Reason:
     """One reason from a pending message."""
 
     kind: ReasonKind
-    """insufficient-unused-quota | exceeds-max-quota | resource-unavailable | flavor-not-found |
-    untolerated-taint | node-affinity | flavor-missing-resource | topology-no-fit | topology-partial-fit |
-    tas-config | namespace-mismatch | cq-inactive | cq-missing | lq-missing | lq-inactive | lq-stopped |
-    cq-stopped | admission-gated | failed-checks | overlapping-targets | no-longer-fits | preemption-gated |
-    waiting-podsready | validation | pending-evaluation | bypassed | other"""
+    """the catalog entry's kind (insufficient-unused-quota, exceeds-max-quota, resource-unavailable, lq-missing,
+    cq-inactive, namespace-mismatch, admission-gated, topology-no-fit, tas-config, validation, dra, ...), or
+    `other` for text no catalogued template matches"""
     text: str
     pod_set: str | None = None
     resource: str | None = None
@@ -70,6 +224,14 @@ class Reason:
     name: str | None = None
     """the queue/topology/taint/gate the reason names"""
     extra: dict[str, str] = field(default_factory=dict)
+    entry_id: str | None = None
+    """the catalog entry that matched (None for `other`)"""
+    cause: str | None = None
+    """the cause the catalog maps the entry to"""
+
+    @property
+    def recognised(self) -> bool:
+        return self.entry_id is not None
 
 
 @dataclass(frozen=True)
@@ -86,6 +248,11 @@ class PendingMessage:
     def has(self, *kinds: ReasonKind) -> bool:
         return any(r.kind in kinds for r in self.reasons)
 
+    @property
+    def unrecognised(self) -> list[Reason]:
+        """Fragments no catalogued template matches, verbatim."""
+        return [r for r in self.reasons if not r.recognised]
+
 
 def _q(text: str) -> Decimal | None:
     try:
@@ -94,131 +261,219 @@ def _q(text: str) -> Decimal | None:
         return None
 
 
-_EXCL = r'[A-Za-z]+(?: "[^"]*")?: \d+(?:, [A-Za-z]+(?: "[^"]*")?: \d+)*'
-
-_FLAVOR_REASONS: list[tuple[ReasonKind, re.Pattern[str]]] = [
-    (ReasonKind.INSUFFICIENT_UNUSED_QUOTA, re.compile(
-        r"insufficient unused quota (?:in cohort )?for (?P<resource>\S+) in flavor (?P<flavor>\S+?), "
-        r"(?P<amount>\S+) more needed")),
-    (ReasonKind.EXCEEDS_MAX_QUOTA, re.compile(
-        r"insufficient quota for (?P<resource>\S+) in flavor (?P<flavor>\S+?), previously considered podsets "
-        r"requests \((?P<previous>[^)]*)\) \+ current podset request \((?P<amount>[^)]*)\) > maximum capacity "
-        r"\((?P<capacity>[^)]*)\)")),
-    (ReasonKind.EXCEEDS_MAX_QUOTA, re.compile(
-        r"insufficient quota for (?P<resource>\S+) in flavor (?P<flavor>\S+?), request > maximum capacity "
-        r"\((?P<amount>\S+) > (?P<capacity>[^)]+)\)")),
-    (ReasonKind.EXCEEDS_MAX_QUOTA, re.compile(
-        r"insufficient quota for (?P<resource>\S+) in flavor (?P<flavor>\S+?) in ClusterQueue")),
-    (ReasonKind.RESOURCE_UNAVAILABLE, re.compile(r"resource (?P<resource>\S+) unavailable in ClusterQueue")),
-    (ReasonKind.FLAVOR_NOT_FOUND, re.compile(r"flavor (?P<flavor>\S+?) not found")),
-    (ReasonKind.UNTOLERATED_TAINT, re.compile(
-        r"untolerated taint (?P<name>\{[^}]*\}) in flavor (?P<flavor>[^\s,;.]+)")),
-    (ReasonKind.NODE_AFFINITY, re.compile(r"flavor (?P<flavor>\S+?) doesn't match node affinity")),
-    (ReasonKind.FLAVOR_MISSING_RESOURCE, re.compile(
-        r"flavor (?P<flavor>\S+?) does not provide resource (?P<resource>\S+)")),
-    (ReasonKind.TOPOLOGY_NO_FIT, re.compile(
-        r"topology \"(?P<name>[^\"]+)\" doesn't allow to fit any of (?P<amount>\d+) (?P<unit>pod|slice)\(s\)"
-        r"(?:\. Total nodes: (?P<total>\d+); excluded: (?P<excluded>" + _EXCL + "))?")),
-    (ReasonKind.TOPOLOGY_PARTIAL_FIT, re.compile(
-        r"topology \"(?P<name>[^\"]+)\" allows to fit only (?P<fit>\d+) out of (?P<amount>\d+) "
-        r"(?P<unit>pod|slice)\(s\)(?:\. Total nodes: (?P<total>\d+); excluded: (?P<excluded>" + _EXCL + "))?")),
-    (ReasonKind.TOPOLOGY_NO_FIT, re.compile(
-        r"topology \"(?P<name>[^\"]+)\" doesn't allow to fit; (?P<fit>\d+)/(?P<amount>\d+) slice\(s\) fit on level "
-        r"(?P<level>\S+)")),
-    (ReasonKind.TAS_CONFIG, re.compile(
-        r"(Flavor \"(?P<flavor>[^\"]+)\" (?:does not support TopologyAwareScheduling|information missing in TAS cache|"
-        r"does not contain the requested level|supports only TopologyAwareScheduling)|"
-        r"no requested topology level[^,;]*|"
-        r"no topology domains at level[^,;]*|topology level not specified|workload requires Topology, but there is no "
-        r"TAS cache information|no TAS flavor assigned|more than one TAS flavor assigned[^,;]*)")),
-]
-
-_WHOLE: list[tuple[ReasonKind, re.Pattern[str]]] = [
-    (ReasonKind.LQ_MISSING, re.compile(r"^LocalQueue (?P<name>\S+) (?:doesn't exist|is terminating or missing)")),
-    (ReasonKind.LQ_STOPPED, re.compile(r"^LocalQueue (?P<name>\S+) is stopped")),
-    (ReasonKind.LQ_INACTIVE, re.compile(r"^LocalQueue (?P<name>\S+) is inactive")),
-    (ReasonKind.CQ_MISSING, re.compile(
-        r"^ClusterQueue (?P<name>\S+) (?:doesn't exist|not found|is terminating or missing)")),
-    (ReasonKind.CQ_STOPPED, re.compile(r"^ClusterQueue (?P<name>\S+) is stopped")),
-    (ReasonKind.CQ_INACTIVE, re.compile(r"^ClusterQueue (?P<name>\S+) is inactive")),
-    (ReasonKind.NAMESPACE_MISMATCH, re.compile(r"^[Ww]orkload namespace doesn't match ClusterQueue selector")),
-    (ReasonKind.NAMESPACE_MISMATCH, re.compile(r"^workload namespace \"(?P<name>[^\"]+)\" does not exist")),
-    (ReasonKind.ADMISSION_GATED, re.compile(r"^Admission is gated by: (?P<name>.*)$")),
-    (ReasonKind.FAILED_CHECKS, re.compile(r"^The workload has failed admission checks")),
-    (ReasonKind.OVERLAPPING_TARGETS, re.compile(r"^Workload has overlapping preemption targets with another workload")),
-    (ReasonKind.NO_LONGER_FITS, re.compile(r"^Workload no longer fits after processing another workload")),
-    (ReasonKind.PREEMPTION_GATED, re.compile(r"^Workload requires preemption, but it's gated")),
-    (ReasonKind.WAITING_PODSREADY, re.compile(r"^waiting for all admitted workloads to be in PodsReady condition")),
-    (ReasonKind.VALIDATION, re.compile(
-        r"^(resources validation failed|resources didn't satisfy LimitRange constraints): (?P<name>.*)")),
-    (ReasonKind.PENDING_EVALUATION, re.compile(r"^(Workload is pending evaluation in the scheduling queue|"
-                                      r"AdmissionGatedBy cleared, waiting for quota reservation)")),
-    (ReasonKind.BYPASSED, re.compile(
-        r"^Bypassed scheduling evaluation because an equivalent workload recently failed")),
-    (ReasonKind.DEACTIVATED, re.compile(r"^The workload is deactivated")),
-    (ReasonKind.DRA, re.compile(r"^(Workload uses DRA resources|KueueDRAIntegration feature does not support)")),
-]
-
 _PODSET = re.compile(r"couldn't assign flavors to pod set (?P<ps>[^:]+): ")
-_PREEMPT = re.compile(r"\. Pending the preemption of (?P<n>\d+) workload\(s\)")
-_PREEMPT_FAILED = re.compile(r"\. Preempting (?P<n>\d+) workload\(s\) failed, will retry\.")
+_EXTRA_GROUPS = ("previous", "unit", "total", "excluded", "fit", "level")
+
+
+def _reason(e: CatalogEntry, m: re.Match[str], pod_set: str | None) -> Reason:
+    gd = m.groupdict()
+    return Reason(
+        kind=e.kind,
+        text=m.group(0),
+        pod_set=gd.get("pod_set") or pod_set,
+        resource=gd.get("resource"),
+        flavor=gd.get("flavor"),
+        amount=_q(gd["amount"]) if gd.get("amount") else None,
+        capacity=_q(gd["capacity"]) if gd.get("capacity") else None,
+        name=gd.get("name"),
+        extra={k: v for k, v in gd.items() if k in _EXTRA_GROUPS and v is not None},
+        entry_id=e.id,
+        cause=e.cause,
+    )
 
 
 def parse_pending_message(message: str) -> PendingMessage:
     """Structured reasons from a QuotaReserved=False (or Pending event) message."""
     raw = message or ""
     text = raw.strip()
-    preempting = preempt_failed = None
-    m = _PREEMPT.search(text)
-    if m:
-        preempting = int(m.group("n"))
-        text = text[: m.start()] + text[m.end():]
-    m = _PREEMPT_FAILED.search(text)
-    if m:
-        preempt_failed = int(m.group("n"))
-        text = text[: m.start()] + text[m.end():]
+    counts: dict[str, int] = {}
+    for e in _entries("suffix"):
+        m = e.pattern.search(text)
+        if m:
+            counts[e.kind] = int(m.group("amount"))
+            text = text[: m.start()] + text[m.end() :]
     reasons: list[Reason] = []
-    for kind, pattern in _WHOLE:
-        wm = pattern.search(text)
+    for e in _entries("whole"):
+        wm = e.pattern.search(text)
         if wm:
-            gd = wm.groupdict()
-            reasons.append(Reason(kind=kind, text=wm.group(0), name=gd.get("name")))
+            reasons.append(_reason(e, wm, None))
+    # eviction messages: QuotaReserved flips back to False carrying the Evicted message
+    if not reasons:
+        for e in (*_entries("condition", ("Evicted", "Preempted")),):
+            em = e.pattern.search(text)
+            if em:
+                reasons.append(_reason(e, em, None))
+                break
     # pod-set sections: "couldn't assign flavors to pod set main: r1, r2; couldn't assign flavors to pod set w: r3"
     starts = list(_PODSET.finditer(text))
     sections: list[tuple[str | None, str]] = []
     if starts:
         for i, sm in enumerate(starts):
             end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-            sections.append((sm.group("ps").strip(), text[sm.end():end].rstrip("; ")))
+            sections.append((sm.group("ps").strip(), text[sm.end() : end].rstrip("; ")))
     elif not reasons:
         sections.append((None, text))
+    flavor_entries = _entries("flavor")
     for ps, body in sections:
-        found_any = False
-        for kind, pattern in _FLAVOR_REASONS:
-            for fm in pattern.finditer(body):
-                gd = fm.groupdict()
-                extra = {k: v for k, v in gd.items() if k in ("previous", "unit", "total", "excluded", "fit", "level")
-                         and v is not None}
-                reasons.append(Reason(
-                    kind=kind, text=fm.group(0), pod_set=ps, resource=gd.get("resource"), flavor=gd.get("flavor"),
-                    amount=_q(gd["amount"]) if gd.get("amount") else None,
-                    capacity=_q(gd["capacity"]) if gd.get("capacity") else None,
-                    name=gd.get("name"), extra=extra,
-                ))
-                found_any = True
-        if not found_any and body:
-            reasons.append(Reason(kind=ReasonKind.OTHER, text=body, pod_set=ps))
-    # de-duplicate identical reasons (older exceeds-max patterns overlap)
-    seen: set[tuple[str, str | None, str | None, str | None]] = set()
-    unique = []
-    for r in reasons:
-        key = (r.kind, r.pod_set, r.flavor, r.resource)
-        if key in seen and r.kind != ReasonKind.OTHER:
-            continue
-        seen.add(key)
-        unique.append(r)
-    return PendingMessage(raw=raw, reasons=tuple(unique), preempting=preempting, preemption_failed=preempt_failed)
+        spans: list[tuple[int, int]] = []
+        found: list[tuple[int, Reason]] = []
+        for e in flavor_entries:
+            for fm in e.pattern.finditer(body):
+                if any(s <= fm.start() < t for s, t in spans):
+                    continue  # an earlier (more specific) template already explains this text
+                found.append((fm.start(), _reason(e, fm, ps)))
+                spans.append((fm.start(), fm.end()))
+        reasons += [r for _, r in sorted(found, key=lambda x: x[0])]  # in the order Kueue wrote them
+        leftover = _leftover(body, spans)
+        if leftover:
+            reasons.append(Reason(kind=ReasonKind.OTHER, text=leftover, pod_set=ps))
+    return PendingMessage(
+        raw=raw,
+        reasons=tuple(reasons),
+        preempting=counts.get("preempting"),
+        preemption_failed=counts.get("preemption-failed"),
+    )
 
+
+def _leftover(body: str, spans: list[tuple[int, int]]) -> str:
+    """What of a pod set's reason list no template matched (separators and whitespace removed)."""
+    keep = [ch if not any(s <= i < t for s, t in spans) else "\0" for i, ch in enumerate(body)]
+    pieces = [p.strip(" ,;.") for p in "".join(keep).split("\0")]
+    return ", ".join(p for p in pieces if p)
+
+
+# --- any condition Kueue writes --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Classified:
+    """One recorded condition (or check state) read against the catalog."""
+
+    condition: str
+    status: str
+    reason: str
+    message: str
+    entries: tuple[CatalogEntry, ...]
+    unrecognised: tuple[str, ...]
+    """fragments of the message no catalogued template explains, verbatim"""
+
+    @property
+    def recognised(self) -> bool:
+        return not self.unrecognised
+
+    @property
+    def causes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e.cause for e in self.entries))
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e.kind for e in self.entries))
+
+
+def classify(condition: str, message: str, *, reason: str = "", status: str = "") -> Classified:
+    """Read one recorded message: the catalog entries it matches and the fragments it does not.
+
+    `condition` is a Workload condition type, ``AdmissionCheck`` for `status.admissionChecks[].message`, or
+    ``LocalQueue.Active`` / ``ClusterQueue.Active``. An empty message is trivially recognised; text Kueue does
+    not write itself (see `is_kueue_text`) is matched when it can be, but never reported as unrecognised.
+    """
+    text = (message or "").strip()
+    if not text:
+        return Classified(condition, status, reason, message or "", (), ())
+    if condition == "QuotaReserved" and status != "True":
+        pm = parse_pending_message(text)
+        found = tuple(entry(r.entry_id) for r in pm.reasons if r.entry_id is not None)
+        found += tuple(e for e in _entries("suffix") if e.kind in _suffix_kinds(pm))
+        return Classified(condition, status, reason, message, tuple(dict.fromkeys(found)),
+                          tuple(r.text for r in pm.unrecognised))
+    pool = [e for e in catalog() if e.condition in _BORROWS.get(condition, (condition,)) and e.part != "suffix"]
+    same = [e for e in pool if e.condition == condition and (not status or e.status == status)]
+    for candidates in (same, pool):
+        for e in candidates:
+            if e.pattern.search(text):
+                return Classified(condition, status, reason, message, (e,), ())
+    if condition in ("Requeued", "Evicted"):
+        pm = parse_pending_message(text)
+        if pm.reasons and not pm.unrecognised:
+            found = tuple(entry(r.entry_id) for r in pm.reasons if r.entry_id is not None)
+            return Classified(condition, status, reason, message, tuple(dict.fromkeys(found)), ())
+    unknown = (text,) if is_kueue_text(condition, reason) else ()
+    return Classified(condition, status, reason, message, (), unknown)
+
+
+def _suffix_kinds(pm: PendingMessage) -> set[str]:
+    kinds = set()
+    if pm.preempting is not None:
+        kinds.add("preempting")
+    if pm.preemption_failed is not None:
+        kinds.add("preemption-failed")
+    return kinds
+
+
+def is_kueue_text(condition: str, reason: str = "") -> bool:
+    """Whether Kueue writes the message of this condition (so an unmatched one is news, not noise).
+
+    Admission-check messages are not: third-party check controllers write them, and Kueue's own
+    ProvisioningRequest controller copies the cluster autoscaler's text into them.
+    """
+    if condition in KUEUE_CONDITIONS or condition in ("LocalQueue.Active", "ClusterQueue.Active"):
+        return True
+    return condition == "Finished" and reason in KUEUE_FINISHED_REASONS
+
+
+def first_of(condition: str, message: str, *kinds: str) -> re.Match[str] | None:
+    """The first match of a catalogued `condition` template of one of `kinds` in `message` (named groups)."""
+    for e in catalog():
+        if e.condition == condition and e.kind in kinds:
+            m = e.pattern.search(message or "")
+            if m:
+                return m
+    return None
+
+
+# --- helpers the checks share -------------------------------------------------------------------------------------
+
+_CHECK_NAME = re.compile(r"\"(?P<name>[^\"]+)\"(?: \([^)]*\))?|(?P<bare>[A-Za-z0-9][A-Za-z0-9.\-]*)")
+
+
+def rejected_checks(message: str) -> list[str]:
+    """AdmissionCheck names a deactivation or eviction message says rejected the workload.
+
+    v0.19 writes `AdmissionCheck(s) in Rejected state: "a" (msg); "b"`; v0.9 - v0.17 wrote
+    `Admission check(s): [a b], were rejected`; both may follow `The workload is deactivated due to `.
+    """
+    return checks_in_state(message, "Rejected")
+
+
+def checks_in_state(message: str, state: str) -> list[str]:
+    """AdmissionCheck names an eviction or deactivation message lists in `state` (Rejected or Retry)."""
+    text = message or ""
+    m = re.search(r"AdmissionChecks? in " + re.escape(state) + r" state: (?P<checks>.*)$", text)
+    if m:
+        return [n.group("name") or n.group("bare") or "" for n in _CHECK_NAME.finditer(m.group("checks"))
+                if n.group("name") or (n.group("bare") and not n.start())]
+    m = re.search(r"Admission check\(s\): \[?(?P<checks>[^\]]*?)\]?, were rejected", text) if state == "Rejected" \
+        else None
+    if m:
+        return [n for n in re.split(r"[\s,]+", m.group("checks")) if n]
+    return []
+
+
+def waits_for_preemption(message: str) -> bool:
+    """Whether a QuotaReserved=False message says the workload waits for victims to go (or overlaps another
+    workload's victims)."""
+    pm = parse_pending_message(message)
+    return pm.preempting is not None or pm.has(ReasonKind.OVERLAPPING_TARGETS, ReasonKind.OVERLAPPING_DEFERRED)
+
+
+def exceeds_max_form(message: str) -> str | None:
+    """Which exceeds-max-quota wording a message uses: the catalog entry id (the wording changed in v0.13)."""
+    for r in parse_pending_message(message).of(ReasonKind.EXCEEDS_MAX_QUOTA):
+        return r.entry_id
+    return None
+
+
+# --- the ClusterQueue Active=False message ------------------------------------------------------------------------
 
 _INACTIVE_PARTS = [
     ("stopped", re.compile(r"is stopped")),

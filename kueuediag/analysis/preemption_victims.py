@@ -212,7 +212,7 @@ def blocked_heads(snap: Snapshot) -> list[BlockedHead]:
             if qr is None or not qr.false or w.is_true("Finished"):
                 continue
             pm = parse_pending_message(qr.message)
-            overlapping = pm.has(ReasonKind.OVERLAPPING_TARGETS)
+            overlapping = pm.has(ReasonKind.OVERLAPPING_TARGETS, ReasonKind.OVERLAPPING_DEFERRED)
             if pm.preempting or overlapping or qr.reason == "WaitingForPreemptedWorkloads":
                 out.append(BlockedHead(workload=w, cluster_queue=cluster_queue_of(idx, w), message=pm,
                                        overlapping=overlapping, since=qr.last_transition))

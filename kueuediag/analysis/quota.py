@@ -42,6 +42,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from itertools import product
 
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import pod_fits_node_labels, taint_str, untolerated_taints
@@ -588,11 +589,23 @@ class PodSetFit:
 
 
 @dataclass(frozen=True)
+class FlavorCombination:
+    """A flavor for every (pod set, resource group) that does better than Kueue's in-order assignment."""
+
+    flavors: tuple[tuple[str, tuple[str, ...], str], ...]
+    """(pod set, requested resources of the group, flavor)"""
+    verdict: FitVerdict
+
+
+@dataclass(frozen=True)
 class WorkloadFit:
     cluster_queue: str
     pod_sets: tuple[PodSetFit, ...]
     partial: tuple[tuple[str, int], ...] = ()
     """(pod set, count) when the verdict is for a reduced count (partial admission via ``minCount``)"""
+    better: FlavorCombination | None = None
+    """when the in-order assignment does not fit: a combination of eligible flavors that does better (Kueue's
+    flavor assigner takes pod sets in order and never revisits an earlier pod set's flavor)"""
 
     @property
     def verdict(self) -> FitVerdict:
@@ -609,7 +622,10 @@ class WorkloadFit:
 
     @property
     def never_fits(self) -> bool:
-        """Proven: in every eligible flavor of some resource group the request exceeds maximum capacity."""
+        """Proven: in every eligible flavor of some resource group the request exceeds maximum capacity, and no
+        other combination of flavors does better."""
+        if self.better is not None and self.better.verdict != FitVerdict.NEVER_FITS:
+            return False
         for p in self.pod_sets:
             for g in p.groups:
                 el = g.eligible
@@ -810,4 +826,51 @@ def _workload_fit(
             groups.append(GroupFit(tuple(rg.covered), tuple(requested), tuple(fits), chosen))
         uncovered = tuple(sorted(r for r in totals if r not in covered_all))
         pod_sets.append(PodSetFit(ps.name, count, tuple(groups), uncovered))
-    return WorkloadFit(cq_name, tuple(pod_sets), tuple(sorted((counts or {}).items())))
+    fit = WorkloadFit(cq_name, tuple(pod_sets), tuple(sorted((counts or {}).items())))
+    if fit.fits:
+        return fit
+    return WorkloadFit(fit.cluster_queue, fit.pod_sets, fit.partial, _better_combination(snap, w, fit, counts))
+
+
+_MAX_COMBINATIONS = 4096
+
+
+def _better_combination(
+    snap: Snapshot, w: WorkloadView, fit: WorkloadFit, counts: dict[str, int] | None
+) -> FlavorCombination | None:
+    """Search every combination of eligible flavors (pod sets × resource groups) for one that does better than
+    the in-order assignment; None when there is a single choice, none is better, or the space is too large."""
+    slots: list[tuple[str, dict[str, Decimal], tuple[str, ...], list[str]]] = []
+    by_name = {ps.name: ps for ps in w.pod_sets}
+    for ps_fit in fit.pod_sets:
+        if ps_fit.uncovered:
+            return None
+        totals = by_name[ps_fit.pod_set].total((counts or {}).get(ps_fit.pod_set, ps_fit.count))
+        for g in ps_fit.groups:
+            eligible = [f.flavor for f in g.flavors if f.eligible]
+            if not eligible:
+                return None  # no matching flavor: not a combination problem
+            slots.append((ps_fit.pod_set, totals, g.requested, eligible))
+    space = 1
+    for s in slots:
+        space *= len(s[3])
+    if len(slots) < 2 or space < 2 or space > _MAX_COMBINATIONS:
+        return None
+    best: FlavorCombination | None = None
+    for combo in product(*(s[3] for s in slots)):
+        assigned: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
+        verdicts: list[FitVerdict] = []
+        for (_, totals, requested, _), flavor in zip(slots, combo, strict=True):
+            for res in requested:
+                frq = cq_quota(snap, fit.cluster_queue, flavor, res)
+                if frq is None:
+                    return None
+                verdicts.append(_verdict(totals[res] + assigned[(flavor, res)], frq))
+                assigned[(flavor, res)] += totals[res]
+        v = worst(verdicts)
+        if best is None or v.rank < best.verdict.rank:
+            best = FlavorCombination(
+                tuple((ps, req, flavor) for (ps, _, req, _), flavor in zip(slots, combo, strict=True)), v)
+    if best is None or best.verdict.rank >= fit.verdict.rank:
+        return None
+    return best

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from kueuediag.snapshot.k8s import PodView
+from kueuediag.snapshot.k8s import PodView, meta
 from kueuediag.snapshot.kueue import events_for
 from kueuediag.snapshot.model import Snapshot
 
@@ -225,3 +225,38 @@ def pod_scheduling(snap: Snapshot, pod: PodView) -> PodScheduling:
         if first is not None and (since is None or first < since):
             since = first
     return PodScheduling(pod=pod, failure=failure, source=source, since=since, events=count, reason=reason)
+
+
+# --- scheduling gates ----------------------------------------------------------------------------------------
+
+_SYSTEM_MANAGERS = ("kube-controller-manager", "kubelet", "kube-scheduler", "kueue", "manager")
+
+
+@dataclass(frozen=True)
+class GateAuthor:
+    """Who added a scheduling gate to a pod, read from its managedFields."""
+
+    manager: str
+    time: str
+    exact: bool
+    """True: the manager's managedFields entry owns this very gate; False: a candidate (the snapshot kept only
+    manager, operation and time, so the writer of the pod at creation is named)"""
+
+
+def gate_authors(pod: PodView) -> dict[str, GateAuthor | None]:
+    """Each scheduling gate on the pod → who added it (None when managedFields do not say)."""
+    entries = [mf for mf in meta(pod.obj).get("managedFields") or () if isinstance(mf, dict)]
+    out: dict[str, GateAuthor | None] = {}
+    for gate in pod.scheduling_gates:
+        key = 'k:{"name":"' + gate + '"}'
+        exact = next((mf for mf in entries
+                      if key in (((mf.get("fieldsV1") or {}).get("f:spec") or {}).get("f:schedulingGates") or {})),
+                     None)
+        if exact is not None:
+            out[gate] = GateAuthor(str(exact.get("manager") or "?"), str(exact.get("time") or "?"), True)
+            continue
+        candidates = [mf for mf in entries if mf.get("subresource") != "status"
+                      and not str(mf.get("manager") or "").startswith(_SYSTEM_MANAGERS)]
+        out[gate] = (GateAuthor(str(candidates[0].get("manager") or "?"), str(candidates[0].get("time") or "?"),
+                                False) if candidates else None)
+    return out

@@ -1,0 +1,145 @@
+"""The catalog of Kueue's messages (kueuediag/data/messages.yaml): each entry against its own example, the version
+boundaries learned from Kueue's source, and what happens to text the catalog does not know."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from kueuediag.analysis.messages import (
+    CatalogEntry,
+    catalog,
+    catalog_versions,
+    classify,
+    entry,
+    parse_pending_message,
+    rejected_checks,
+    waits_for_preemption,
+)
+from kueuediag.analysis.versions import parse_version
+from kueuediag.causes import BY_SLUG
+
+ENTRIES = catalog()
+
+
+@pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.id)
+def test_example_classifies_back_to_its_entry_and_cause(e: CatalogEntry) -> None:
+    concrete = "%" not in e.example and ("%" not in e.template or e.example != e.template)
+    assert concrete, f"{e.id}: the example must be a concrete message"
+    got = classify(e.condition, e.example, reason=e.reasons[0], status=e.status)
+    assert e.id in [x.id for x in got.entries], f"{e.id}: {e.example!r} classified as {[x.id for x in got.entries]}"
+    assert e.cause in got.causes
+    assert got.recognised, f"{e.id}: left over {got.unrecognised}"
+
+
+@pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.id)
+def test_entry_fields_are_well_formed(e: CatalogEntry) -> None:
+    assert e.cause in BY_SLUG, f"{e.id}: unknown cause {e.cause}"
+    assert e.part in ("whole", "flavor", "suffix", "condition", "check", "queue")
+    assert e.source.endswith(".go") and e.source.startswith(("pkg/", "apis/"))
+    lo, hi = parse_version(e.since), parse_version(e.until)
+    assert lo is not None and hi is not None and lo <= hi
+    assert e.reasons, f"{e.id}: no reason"
+
+
+def test_catalog_covers_every_minor_from_v0_9_to_v0_19() -> None:
+    assert catalog_versions() == tuple(f"v0.{n}" for n in range(9, 20))
+    assert len({e.id for e in ENTRIES}) == len(ENTRIES)
+    for minor in catalog_versions():
+        assert [e for e in ENTRIES if e.exists_in(minor)], minor
+
+
+@pytest.mark.parametrize(
+    ("entry_id", "present", "absent"),
+    [
+        ("namespace-mismatch-legacy", "v0.17.8", "v0.18.0"),  # the scheduler's capital W until v0.17
+        ("namespace-mismatch", "v0.18.0", "v0.17.8"),
+        ("exceeds-max-quota", "v0.13.0", "v0.12.10"),  # 'previously considered podsets requests' since v0.13
+        ("exceeds-max-quota-v2", "v0.12.10", "v0.13.0"),
+        ("podsready-legacy", "v0.10.6", "v0.11.0"),
+        ("podsready-started", "v0.11.0", "v0.10.6"),
+        ("evicted-admission-check", "v0.17.8", "v0.18.0"),  # 'At least one admission check is false'
+        ("evicted-admission-check-retry", "v0.18.0", "v0.17.8"),
+        ("deactivation-check-rejected-legacy", "v0.17.8", "v0.18.0"),
+        ("admission-gated", "v0.17.0", "v0.16.9"),
+        ("dra-deviceclass-unmapped", "v0.15.0", "v0.14.8"),
+    ],
+)
+def test_version_boundaries_learned_from_the_release_tags(entry_id: str, present: str, absent: str) -> None:
+    e = entry(entry_id)
+    assert e.exists_in(present) is True
+    assert e.exists_in(absent) is False
+    assert e.exists_in(None) is None
+
+
+def test_unknown_reason_is_kept_verbatim_next_to_the_known_one() -> None:
+    msg = ("couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 3 more "
+           "needed, flavor default is reserved for maintenance window")
+    got = classify("QuotaReserved", msg, reason="Pending", status="False")
+    assert [e.id for e in got.entries] == ["insufficient-unused-quota"]
+    assert got.unrecognised == ("flavor default is reserved for maintenance window",)
+    pm = parse_pending_message(msg)
+    assert [r.kind for r in pm.reasons] == ["insufficient-unused-quota", "other"]
+    assert pm.reasons[0].amount == Decimal(3)
+
+
+def test_whole_unknown_message_is_unrecognised_but_other_controllers_text_is_not() -> None:
+    assert classify("Evicted", "Evicted by the cluster janitor", reason="Janitor", status="True").unrecognised == (
+        "Evicted by the cluster janitor",)
+    # Finished carries the job's own message; third-party admission checks write their own text
+    assert classify("Finished", "Job failed: BackoffLimitExceeded", reason="Failed", status="True").recognised
+    assert classify("AdmissionCheck", "waiting for budget approval", status="Pending").recognised
+    assert classify("example.com/Custom", "anything", status="True").recognised
+
+
+def test_commas_inside_taints_and_tas_exclusions_do_not_split_reasons() -> None:
+    msg = ("couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 5 more "
+           "needed, untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted")
+    pm = parse_pending_message(msg)
+    assert [(r.kind, r.flavor) for r in pm.reasons] == [("insufficient-unused-quota", "on-demand"),
+                                                      ("untolerated-taint", "spot-tainted")]
+    assert not pm.unrecognised
+    tas = ('couldn\'t assign flavors to pod set main: topology "default" doesn\'t allow to fit any of 1 pod(s). '
+           'Total nodes: 4; excluded: nodeSelector: 2, resource "cpu": 1, taint "key=value:NoSchedule": 1')
+    (r,) = parse_pending_message(tas).reasons
+    assert r.kind == "topology-no-fit"
+    assert r.extra == {"unit": "pod", "total": "4",
+                       "excluded": 'nodeSelector: 2, resource "cpu": 1, taint "key=value:NoSchedule": 1'}
+
+
+def test_two_pod_sets_and_the_preemption_suffix() -> None:
+    msg = ("couldn't assign flavors to pod set driver: flavor cpu-only does not provide resource nvidia.com/gpu; "
+           "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor h100, "
+           "8 more needed. Pending the preemption of 2 workload(s)")
+    pm = parse_pending_message(msg)
+    assert [(r.pod_set, r.kind) for r in pm.reasons] == [("driver", "flavor-missing-resource"),
+                                                       ("workers", "insufficient-unused-quota")]
+    assert pm.preempting == 2 and waits_for_preemption(msg)
+    got = classify("QuotaReserved", msg, status="False")
+    assert "pending-preemption" in [e.id for e in got.entries] and got.recognised
+
+
+def test_eviction_message_carried_by_quota_reserved_and_requeued() -> None:
+    msg = "Exceeded the PodsReady timeout team-a/job-train-7c1e2"
+    assert [e.id for e in classify("QuotaReserved", msg, reason="PodsReadyTimeout", status="False").entries] == [
+        "evicted-podsready-timeout"]
+    assert [e.id for e in classify("Requeued", msg, reason="PodsReadyTimeout", status="False").entries] == [
+        "evicted-podsready-timeout"]
+    dra = ('spec.podSets[0].template.spec.resourceClaims[0].resourceClaimTemplateName: Not found: "DeviceClass '
+           'gpu.example.com is not mapped in DRA configuration for podset main"')
+    assert classify("Requeued", dra, reason="Inadmissible", status="False").causes == ("workload-invalid",)
+
+
+@pytest.mark.parametrize(
+    ("message", "names"),
+    [
+        ('AdmissionCheck in Rejected state: "dws-prov" (the request was rejected)', ["dws-prov"]),
+        ('The workload is deactivated due to AdmissionChecks in Rejected state: "a" (x; y); "b"', ["a", "b"]),
+        ("Admission check(s): [dws-prov multikueue], were rejected", ["dws-prov", "multikueue"]),
+        ("Admission check(s): dws-prov,mk, were rejected", ["dws-prov", "mk"]),
+        ("The workload is deactivated", []),
+    ],
+)
+def test_rejected_checks_in_every_wording(message: str, names: list[str]) -> None:
+    assert rejected_checks(message) == names
