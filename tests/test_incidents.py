@@ -53,13 +53,10 @@ CASES = [
            ("queueName",)),
     Expect("kueue-10824-tas-second-flavor-no-fit", "workload/job-train-hi-3a4b5", "ml", "topology-no-fit", "kueue",
            ("gpu-topology", "fits 0 of 2 pod(s)")),
-    Expect("kueue-5129-dws-provisioning-failed", "job/train-dws", "default", "admission-check-pending", "kueue",
+    Expect("kueue-5129-dws-provisioning-failed", "job/train-dws", "default", "admission-check-retry", "kueue",
            ("dws-prov", "Max nodepool size reached", "evicted"), ("AdmissionCheck/dws-prov",)),
     Expect("kueue-9482-foreign-scheduling-gate", "pod/kueue-sleep-qw5hb", "kueue-test", "foreign-scheduling-gate",
-           "kubernetes", ("test",),
-           xfail="needs the foreign-scheduling-gate cause that the `catalog` helper adds (not on main yet): today "
-                 "KD002 reports not-pending because the Workload is Admitted, and nothing reads the pod's "
-                 "remaining non-Kueue scheduling gate"),
+           "kubernetes", ("test",)),
 ]
 
 
