@@ -56,7 +56,7 @@ from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.registry import discover
 from kueuediag.snapshot.kueue import workloads
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 snap = load_snapshot(sys.argv[1])
 classes = discover()

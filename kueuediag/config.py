@@ -9,6 +9,7 @@ its name, ``quota``), a check slug, or — for ``ignore`` — a cause slug.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -18,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from kueuediag.errors import InputError
+from kueuediag.errors import InputError, shown
 from kueuediag.models import Severity
 
 ENV_PREFIX = "KUEUEDIAG_"
@@ -55,6 +56,8 @@ class Settings:
     since: str | None = None
     """how far back for logs and metrics; None: the command's default (why 2h, snapshot 6h)"""
     timeout: float = 60.0
+    limits: dict[str, Any] = field(default_factory=dict)
+    """snapshot read bounds given by config, environment or flags (kueuediag.snapshot.limits.Limits)"""
     prometheus_url: str | None = None
     prometheus_header: list[str] = field(default_factory=list)
     prometheus_ca: str | None = None
@@ -97,8 +100,8 @@ def _as_float(value: Any, key: str) -> float:
         number = float(value)
     except (TypeError, ValueError):
         raise InputError(f"config {key}: expected a number, got {value!r}") from None
-    if number <= 0:
-        raise InputError(f"config {key}: must be positive, got {value!r}")
+    if not math.isfinite(number) or number <= 0:  # nan would compare false and silently disable a deadline
+        raise InputError(f"{key}: expected a positive number, got {shown(value)}")
     return number
 
 
@@ -160,7 +163,10 @@ _SCALARS: dict[str, tuple[str, _Converter]] = {
     "prometheus_insecure": ("prometheus_insecure", _as_bool),
     "redact_map": ("redact_map", _as_str),
 }
-KNOWN_KEYS = frozenset({*_SCALARS, "severity", "checks", "no_color"})
+LIMIT_KEYS = frozenset({"max_bytes", "max_file_bytes", "max_files", "max_objects", "max_log_lines", "max_series",
+                        "max_alias_nodes"})
+"""the fields of kueuediag.snapshot.limits.Limits (a test keeps both in step; no import here keeps --help fast)"""
+KNOWN_KEYS = frozenset({*_SCALARS, *LIMIT_KEYS, "limits", "severity", "checks", "no_color"})
 """every setting a config file, a `KUEUEDIAG_*` variable or a flag can carry"""
 
 
@@ -177,6 +183,14 @@ def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
     for key, (attr, convert) in _SCALARS.items():
         if key in data:
             setattr(settings, attr, convert(data[key], f"{origin}: {key}"))
+    limits = data.get("limits") or {}
+    if not isinstance(limits, dict):
+        raise InputError(f"{origin}: limits must map a bound (max_bytes, max_objects, ...) to a value")
+    for key, value in [*((k, data[k]) for k in LIMIT_KEYS if k in data), *limits.items()]:
+        if _normalise(key) not in LIMIT_KEYS:
+            raise InputError(f"{origin}: unknown limit {key!r} (known: {', '.join(sorted(LIMIT_KEYS))})")
+        if value is not None:  # validated by kueuediag.snapshot.limits when a snapshot is read
+            settings.limits[_normalise(key)] = value
     if "no_color" in data and _as_bool(data["no_color"], f"{origin}: no_color"):
         settings.color = False
     if "severity" in data:

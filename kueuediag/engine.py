@@ -99,7 +99,7 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
     except MalformedObject as exc:
         if is_target_object(exc, target):
             raise  # the target itself is unreadable: the user's to fix, exit 2
-        text = str(exc)
+        text = str(exc).removeprefix(f"{exc.source}: ") if exc.source else str(exc)  # the input names the object
         result = CheckResult.could_not_check(exc.ref, text.removeprefix(f"{exc.ref}: ") or text)
     except InputError as exc:  # another unreadable input (metrics file, Kueue configuration): this check only
         result = CheckResult.could_not_check("snapshot input", str(exc))
@@ -197,6 +197,7 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
         findings=tuple(ranked), runs=tuple(runs),
         captured_at=snap.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         snapshot_errors=tuple(f"{what}: {err}" for what, err in snap.manifest.errors),
+        snapshot_warnings=tuple(snap.warnings),
         confidence=confidence, unseen=tuple(unseen),
     )
 

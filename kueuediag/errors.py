@@ -6,7 +6,9 @@ table and a test keeps both in step.
 
 from __future__ import annotations
 
+import reprlib
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -40,16 +42,83 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
 }
 
 
+MAX_MESSAGE = 1000
+"""Longest error message printed; anything longer is cut (a message is one line a human reads)."""
+
+
+class _BoundedRepr(reprlib.Repr):
+    """reprlib with integers bounded too: ``repr`` of a 5,000-digit int raises in Python >= 3.11."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxdict, self.maxlist, self.maxtuple, self.maxset = 2, 3, 3, 3, 3
+        self.maxstring, self.maxother, self.maxlong = 48, 48, 24
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 128:
+            return f"<{'-' if x < 0 else ''}integer of ~{int(x.bit_length() * 0.30103)} digits>"
+        return super().repr_int(x, level)
+
+
+_REPR = _BoundedRepr()
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A value as it may appear in an error message: a bounded, one-line repr.
+
+    Never materialises the whole value: a YAML alias bomb or a 100,000-deep list renders in constant time.
+    """
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - a value whose repr fails is still named by its type
+        text = f"<{type(value).__name__}>"
+    text = one_line(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clip(value: Any, limit: int = 80) -> str:
+    """A name or message from the input as plain text (strings unquoted), one line, at most `limit` characters."""
+    if not isinstance(value, str):
+        return shown(value, limit)
+    text = one_line(value[: limit * 4])
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str) -> str:
+    """Control characters (newlines first) escaped so a message stays one line on any terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 class KueuediagError(Exception):
-    """Base class: an error the CLI reports as one line with a documented exit code."""
+    """Base class: an error the CLI reports as one line with a documented exit code.
+
+    The message is made one line (control characters escaped) and cut at MAX_MESSAGE characters, whatever the
+    caller put in it.
+    """
 
     exit_code: ExitCode = ExitCode.USAGE
 
+    def __init__(self, message: str = "") -> None:
+        text = one_line(str(message))
+        if len(text) > MAX_MESSAGE:
+            text = text[: MAX_MESSAGE - 1] + "…"
+        super().__init__(text)
+
 
 class InputError(KueuediagError):
-    """Malformed or unreadable input (snapshot, config, flags)."""
+    """Malformed or unreadable input (snapshot, config, flags).
+
+    ``source`` (the file) and ``field`` say where, when known; :class:`MalformedObject` adds the object.
+    """
 
     exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str = "", *, source: str | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.source = source
+        self.field = field
 
 
 class MalformedObject(InputError):

@@ -251,6 +251,8 @@ class Verdict(_Frozen):
     runs: tuple[CheckRun, ...]
     captured_at: str | None = None
     snapshot_errors: tuple[str, ...] = ()
+    snapshot_warnings: tuple[str, ...] = ()
+    """input read in a degraded way: bytes replaced, files skipped, logs cut to their newest lines"""
     confidence: Confidence = Field(
         default=Confidence.HIGH,
         description="how far to trust the verdict: lowered when inputs relevant to the top cause were not seen",

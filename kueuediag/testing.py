@@ -50,7 +50,7 @@ from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.merge import contribution_finding
 from kueuediag.models import CheckResult, Finding, Outcome, Verdict
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 from kueuediag.timeutil import parse_time
 

@@ -62,6 +62,29 @@ def _imports_of(node: ast.Import | ast.ImportFrom) -> set[str]:
     return {node.module} if node.module else set()
 
 
+def _internal_imports(path: Path) -> set[str]:
+    """Every kueuediag module a file imports, at module level or inside functions."""
+    return {n for n in _imports(path) if n.startswith("kueuediag.")}
+
+
+def test_snapshot_package_has_no_import_cycle() -> None:
+    """The loader sits above the index and the metrics store; the index never imports either back."""
+    pkg = ROOT / "kueuediag" / "snapshot"
+    graph = {f"kueuediag.snapshot.{p.stem}": {m for m in _internal_imports(p) if m.startswith("kueuediag.snapshot.")}
+             for p in pkg.glob("*.py") if p.stem != "__init__"}
+    assert "kueuediag.snapshot.metrics" not in graph["kueuediag.snapshot.model"]
+    assert "kueuediag.snapshot.loader" not in graph["kueuediag.snapshot.model"]
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    cycles = sorted(m for m in graph if reaches(m, m, {m}))
+    assert cycles == [], f"import cycle through {cycles}"
+
+
 # --- layering: cli → engine → checks → analysis → snapshot → base ------------------------------------------------
 
 LAYERS = ("base", "snapshot", "analysis", "checks", "engine", "cli")

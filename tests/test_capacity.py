@@ -10,7 +10,8 @@ import pytest
 from kueuediag.analysis import capacity as cap
 from kueuediag.errors import InputError
 from kueuediag.snapshot.kueue import FlavorView, kueue_index
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 
 from .conftest import FIXTURES

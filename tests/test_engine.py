@@ -13,7 +13,8 @@ from kueuediag.engine import EMPTY_LIST, diagnose, matches, select_checks
 from kueuediag.errors import InputError
 from kueuediag.models import CheckResult, Confidence, Finding, Outcome, Severity, ev
 from kueuediag.ranking import rank
-from kueuediag.snapshot.model import Part, Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target, resolve
 
 BASIC = str(Path(__file__).resolve().parent.parent / "fixtures" / "snapshots" / "basic")

@@ -16,7 +16,7 @@ from kueuediag.engine import diagnose
 from kueuediag.models import Outcome
 from kueuediag.registry import builtin
 from kueuediag.snapshot.kueue import workloads
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"

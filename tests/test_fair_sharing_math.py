@@ -19,7 +19,8 @@ from kueuediag.analysis.fair_sharing import (
     share_rounding,
 )
 from kueuediag.analysis.installation import kueue_version
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 
 GPU = ("h100", "nvidia.com/gpu")

@@ -17,7 +17,8 @@ from kueuediag.analysis.guarantees import guarantee_violations, read_record
 from kueuediag.engine import as_result
 from kueuediag.models import Outcome
 from kueuediag.snapshot.kueue import workloads
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import resolve
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -11,7 +11,7 @@ from kueuediag.analysis.health import (
     quota_holding_victims,
     zombie_pods,
 )
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.timeutil import format_rfc3339
 
 

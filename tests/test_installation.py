@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kueuediag.analysis.installation import installation, parse_feature_gates
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 
 

@@ -18,7 +18,7 @@ from kueuediag.analysis.known_issues import (
 from kueuediag.analysis.object_path import holds, resolve, tokens
 from kueuediag.analysis.signatures import parse_version
 from kueuediag.models import Confidence
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve as resolve_target
 
 from .case_runner import load_cases

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.logs import (
     cluster_queue_log_lines,
     flag_value,
@@ -18,7 +19,6 @@ from kueuediag.snapshot.logs import (
     workload_log_lines,
     zap_level_value,
 )
-from kueuediag.snapshot.model import load_snapshot
 
 # The real line from upstream issue #8064 (Kueue v0.13.10), kueue-facts §10.
 REAL = (

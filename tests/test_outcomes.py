@@ -22,7 +22,7 @@ from kueuediag.engine import diagnose
 from kueuediag.errors import ExitCode
 from kueuediag.models import Outcome, Verdict
 from kueuediag.registry import builtin
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 from kueuediag.timeutil import parse_time
 

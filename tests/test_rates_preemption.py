@@ -12,7 +12,8 @@ from kueuediag.analysis.preemption_victims import (
     parse_preempted_message,
     preemption_victims,
 )
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots"

@@ -24,7 +24,7 @@ from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.models import Contribution, Finding, Layer, Outcome, Verdict
 from kueuediag.registry import builtin
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from kueuediag.analysis.scheduling import (
 )
 from kueuediag.snapshot.k8s import pod_view
 from kueuediag.snapshot.kueue import pods
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 
 from .conftest import FIXTURES
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kueuediag.errors import InputError
-from kueuediag.snapshot.model import Part, Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.snapshot.reader import read_snapshot
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "ns", "uid": "u1",

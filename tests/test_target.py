@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kueuediag.errors import InputError, TargetNotFound
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import parse_target, resolve
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import typer
 
-from kueuediag.errors import ExitCode, InputError, KueuediagError, TargetNotFound
+from kueuediag.errors import ExitCode, InputError, KueuediagError, TargetNotFound, clip
 
 if TYPE_CHECKING:
     from kueuediag.config import Settings
@@ -23,8 +24,34 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(message: str, code: ExitCode) -> typer.Exit:
-    typer.echo(f"kueuediag: error: {message}", err=True)
+    typer.echo(encodable(f"kueuediag: error: {clip(message, 1000)}", sys.stderr), err=True)
     return typer.Exit(int(code))
+
+
+def encodable(text: str, stream: Any) -> str:
+    """`text` as `stream` can write it: characters its encoding lacks become replacement characters."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return text.encode(encoding, "replace").decode(encoding, "replace")
+    return text
+
+
+def emit(text: str, output: str) -> None:
+    """Write rendered output to stdout whatever its encoding (latin-1, cp437, or lone surrogates from the input).
+
+    JSON is re-escaped to ASCII, which keeps every character; other formats degrade to replacement characters.
+    """
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        if output == "json":
+            text = json.dumps(json.loads(text), indent=2, ensure_ascii=True) + "\n"
+        else:
+            text = encodable(text, sys.stdout)
+    typer.echo(text, nl=False)
 
 
 class _ProcessEnd:
@@ -67,9 +94,10 @@ def handle_errors(fn: F) -> F:
             silence_stdout()
             raise typer.Exit(int(ExitCode.OK)) from None
         except TargetNotFound as exc:
-            typer.echo(f"kueuediag: error: {exc}", err=True)
+            typer.echo(encodable(f"kueuediag: error: {exc}", sys.stderr), err=True)
             if exc.suggestions:
-                typer.echo("  did you mean: " + ", ".join(exc.suggestions), err=True)
+                line = "  did you mean: " + ", ".join(clip(s, 80) for s in exc.suggestions[:10])
+                typer.echo(encodable(line, sys.stderr), err=True)
             raise typer.Exit(int(exc.exit_code)) from None
         except KueuediagError as exc:
             raise fail(str(exc), exc.exit_code) from None

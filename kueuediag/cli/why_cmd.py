@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from kueuediag.cli import options as opt
-from kueuediag.cli.common import handle_errors, retain_until_exit, settings_from_flags, terminal_style
+from kueuediag.cli.common import emit, handle_errors, retain_until_exit, settings_from_flags, terminal_style
 from kueuediag.errors import ExitCode, InputError, KueuediagError, SaveFailed
 
 if TYPE_CHECKING:
@@ -68,7 +68,9 @@ def diagnose_and_print(
     from kueuediag.models import Severity
     from kueuediag.registry import discover_all
     from kueuediag.render import render, verdict_line
-    from kueuediag.snapshot.model import Snapshot, load_snapshot
+    from kueuediag.snapshot.limits import limits_from
+    from kueuediag.snapshot.loader import load_snapshot
+    from kueuediag.snapshot.model import Snapshot
     from kueuediag.target import resolve
     from kueuediag.timeutil import parse_time
 
@@ -84,7 +86,7 @@ def diagnose_and_print(
     t0 = time.perf_counter()
     raw: RawSnapshot | None = None
     if source:
-        snap = load_snapshot(resolve_source(source), now=moment)
+        snap = load_snapshot(resolve_source(source), now=moment, limits=limits_from(settings.limits))
         target, namespace = _target_in_snapshot(snap, target, namespace, settings)
     else:
         if target is None:
@@ -115,7 +117,7 @@ def diagnose_and_print(
             typer.echo(verdict_line(verdict))
         else:
             style = terminal_style(settings)
-            typer.echo(
+            emit(
                 render(
                     verdict,
                     settings.output,
@@ -124,7 +126,7 @@ def diagnose_and_print(
                     verbose=settings.verbose,
                     boxes=style.boxes,
                 ),
-                nl=False,
+                settings.output,
             )
     except KueuediagError:
         if raw is not None and save is not None:
@@ -220,6 +222,15 @@ def register(app: typer.Typer) -> None:
         prometheus_header: list[str] | None = opt.PROMETHEUS_HEADER,
         prometheus_ca: str | None = opt.PROMETHEUS_CA,
         prometheus_insecure: bool | None = opt.PROMETHEUS_INSECURE,
+        max_bytes: str | None = typer.Option(None, "--max-bytes", help="Read at most this many bytes in total "
+                                             "(default 2Gi; see docs/snapshot-format.md#bounds)."),
+        max_file_bytes: str | None = typer.Option(None, "--max-file-bytes", help="Per file (default 512Mi)."),
+        max_files: str | None = typer.Option(None, "--max-files", help="Files looked at (default 200000)."),
+        max_objects: str | None = typer.Option(None, "--max-objects", help="Objects (default 1000000)."),
+        max_log_lines: str | None = typer.Option(None, "--max-log-lines", help="Log lines kept (default 2000000)."),
+        max_series: str | None = typer.Option(None, "--max-series", help="Metric series (default 200000)."),
+        max_alias_nodes: str | None = typer.Option(None, "--max-alias-nodes",
+                                                   help="YAML alias expansion (default 10000)."),
         save: str | None = typer.Option(
             None, "--save", metavar="PATH", help="Live: also write what was collected (dir/.tar.gz)."
         ),
@@ -251,6 +262,8 @@ def register(app: typer.Typer) -> None:
             prometheus_header=prometheus_header,
             prometheus_ca=prometheus_ca,
             prometheus_insecure=prometheus_insecure,
+            max_bytes=max_bytes, max_file_bytes=max_file_bytes, max_files=max_files, max_objects=max_objects,
+            max_log_lines=max_log_lines, max_series=max_series, max_alias_nodes=max_alias_nodes,
         )
         code = diagnose_and_print(
             target=target, namespace=namespace, source=source, now=now, settings=settings, save=save

@@ -41,6 +41,7 @@ from kueuediag.live.kube import (
 )
 from kueuediag.live.options import LiveOptions
 from kueuediag.live.sanitize import sanitize_log, sanitize_metrics, sanitize_object
+from kueuediag.snapshot.model import DROPPED_KINDS
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
 T = TypeVar("T")
@@ -222,6 +223,9 @@ class Collector:
             for ref in (w.get("metadata") or {}).get("ownerReferences") or ():
                 kind, api, name = ref.get("kind"), ref.get("apiVersion"), ref.get("name")
                 if not (kind and api and name and ns) or (kind, ns, name) in have:
+                    continue
+                if kind in DROPPED_KINDS:  # an owner kueuediag never reads: note it, keep collecting the rest
+                    self.note(f"owner {kind} {ns}/{name}", "not read: kueuediag never reads Secrets")
                     continue
                 wanted.setdefault((str(api), str(kind)), []).append((str(ns), str(name)))
         plurals: dict[str, dict[str, dict[str, Any]]] = {}

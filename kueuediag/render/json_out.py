@@ -85,6 +85,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
             for run in v.runs
         ],
         "snapshotErrors": list(v.snapshot_errors),
+        "snapshotWarnings": list(v.snapshot_warnings),
     }
 
 

@@ -42,4 +42,6 @@ def render_markdown(v: Verdict) -> str:
         out += ["", "### Could not check", ""]
         out += [f"- {r.code} {r.check} ({r.outcome.label}): {_esc(run_note(r))}" for r in not_checked]
         out += [f"- snapshot: {e}" for e in v.snapshot_errors]
+    if v.snapshot_warnings:
+        out += ["", "### Snapshot warnings", ""] + [f"- {_esc(w)}" for w in v.snapshot_warnings]
     return "\n".join(out).rstrip() + "\n"

@@ -99,6 +99,8 @@ def render_terminal(v: Verdict, *, color: bool = True, width: int | None = None,
             console.print(Text(f"   {mark} {run.code} {run.check} {label}: ", style=style) + Text(run_note(run)))
         for err in v.snapshot_errors:
             console.print(Text(f"   - not collected: {err}", style="yellow"))
+    for warning in v.snapshot_warnings:
+        console.print(Text(f"warning: {warning}", style="yellow"))
     if verbose:
         total = sum(r.duration_ms for r in v.runs)
         console.print(Text(f"checks ran in {total:.1f} ms", style="dim"))

@@ -28,7 +28,7 @@ from kueuediag.snapshot.k8s import (
     pod_spec_requests,
     pod_view,
 )
-from kueuediag.snapshot.model import Snapshot, as_malformed, malformed
+from kueuediag.snapshot.model import BAD_SHAPE_ERRORS, Snapshot, typed
 from kueuediag.timeutil import parse_time_lenient
 
 V = TypeVar("V")
@@ -220,14 +220,14 @@ def workload_view(obj: dict[str, Any]) -> WorkloadView:
         name=m.get("name") or "",
         uid=m.get("uid") or "",
         created=parse_time_lenient(m.get("creationTimestamp")),
-        queue_name=spec.get("queueName"),
-        priority=int(spec.get("priority") or 0),
+        queue_name=typed(spec, "queueName", "str", "spec.queueName"),
+        priority=int(typed(spec, "priority", "int", "spec.priority") or 0),
         priority_class=pc_name,
         priority_class_kind=pc_kind,
         active=spec.get("active", True) is not False,
         pod_sets=pod_sets,
         conditions=conditions(obj),
-        admission_cq=admission.get("clusterQueue"),
+        admission_cq=typed(admission, "clusterQueue", "str", "status.admission.clusterQueue"),
         assignments=assignments,
         admission_checks=checks,
         requeue_count=requeue.get("count"),
@@ -354,7 +354,8 @@ def cluster_queue_view(obj: dict[str, Any]) -> ClusterQueueView:
     return ClusterQueueView(
         obj=obj,
         name=m.get("name", ""),
-        cohort=spec.get("cohortName") or spec.get("cohort") or None,
+        cohort=typed(spec, "cohortName", "str", "spec.cohortName") or typed(spec, "cohort", "str", "spec.cohort")
+        or None,
         resource_groups=_resource_groups(spec, where),
         namespace_selector=spec.get("namespaceSelector"),
         queueing_strategy=spec.get("queueingStrategy") or "BestEffortFIFO",
@@ -470,15 +471,15 @@ def kueue_index(snap: Snapshot) -> KueueIndex:
 
 
 def _build_index(snap: Snapshot) -> KueueIndex:
-    cqs = {v.name: v for v in map(guarded(cluster_queue_view), snap.of_kind("ClusterQueue"))}
-    cohorts = {v.name: v for v in map(guarded(cohort_view), snap.of_kind("Cohort"))}
+    cqs = {v.name: v for v in map(guarded(snap, cluster_queue_view), snap.of_kind("ClusterQueue"))}
+    cohorts = {v.name: v for v in map(guarded(snap, cohort_view), snap.of_kind("Cohort"))}
     implicit = {q.cohort for q in cqs.values() if q.cohort} | {c.parent for c in cohorts.values() if c.parent}
     for name in implicit:
         if name and name not in cohorts:
             cohorts[name] = CohortView(obj=None, name=name, parent=None, resource_groups=[],
                                        fair_weight=Decimal(1), weighted_share=None)
-    lqs = {(v.namespace, v.name): v for v in map(guarded(local_queue_view), snap.of_kind("LocalQueue"))}
-    flavors = {v.name: v for v in map(guarded(flavor_view), snap.of_kind("ResourceFlavor"))}
+    lqs = {(v.namespace, v.name): v for v in map(guarded(snap, local_queue_view), snap.of_kind("LocalQueue"))}
+    flavors = {v.name: v for v in map(guarded(snap, flavor_view), snap.of_kind("ResourceFlavor"))}
     topologies = {
         meta(t).get("name", ""): [lv.get("nodeLabel", "") for lv in (t.get("spec") or {}).get("levels") or ()]
         for t in snap.of_kind("Topology")
@@ -488,21 +489,16 @@ def _build_index(snap: Snapshot) -> KueueIndex:
     return KueueIndex(cqs, cohorts, lqs, flavors, topologies, pcs, acs)
 
 
-def guarded(build: Callable[[dict[str, Any]], V]) -> Callable[[dict[str, Any]], V]:
-    """Wrap a view builder: a malformed object becomes an InputError naming the object and field."""
+def guarded(snap: Snapshot, build: Callable[[dict[str, Any]], V]) -> Callable[[dict[str, Any]], V]:
+    """Wrap a view builder: a malformed object becomes an InputError naming the file, the object and the field."""
 
     def wrapper(obj: dict[str, Any]) -> V:
         try:
             return build(obj)
-        except InputError as exc:
-            raise as_malformed(obj, exc) from None
-        except (TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
-            raise malformed(obj, exc) from None
+        except (InputError, *BAD_SHAPE_ERRORS) as exc:
+            raise snap.input_error(obj, exc) from None
 
     return wrapper
-
-
-_guarded_workload_view = guarded(workload_view)
 
 
 def workload_of(snap: Snapshot, obj: dict[str, Any]) -> WorkloadView:
@@ -514,7 +510,8 @@ def workload_of(snap: Snapshot, obj: dict[str, Any]) -> WorkloadView:
     views: dict[int, WorkloadView] = snap.memo("workload-views", dict)
     view = views.get(id(obj))
     if view is None:
-        view = views[id(obj)] = _guarded_workload_view(obj)
+        build = snap.memo("guarded-workload-view", lambda: guarded(snap, workload_view))
+        view = views[id(obj)] = build(obj)
     return view
 
 
@@ -550,7 +547,7 @@ def cluster_queue_of(idx: KueueIndex, w: WorkloadView) -> str | None:
 
 
 def pods(snap: Snapshot) -> list[PodView]:
-    build = guarded(pod_view)
+    build = guarded(snap, pod_view)
     return snap.memo("pods", lambda: [build(o) for o in snap.of_kind("Pod")])
 
 
@@ -566,12 +563,12 @@ def pods_by_node(snap: Snapshot) -> dict[str, list[PodView]]:
 
 
 def nodes(snap: Snapshot) -> list[NodeView]:
-    build = guarded(node_view)
+    build = guarded(snap, node_view)
     return snap.memo("nodes", lambda: [build(o) for o in snap.of_kind("Node")])
 
 
 def events(snap: Snapshot) -> list[EventView]:
-    build = guarded(event_view)
+    build = guarded(snap, event_view)
     return snap.memo("events", lambda: [build(o) for o in snap.of_kind("Event")])
 
 

@@ -165,12 +165,21 @@ def _label_matches(actual: str, want: LabelFilter) -> bool:
 # --- parsing ------------------------------------------------------------------------------------------------
 
 
-def parse_metrics(texts: Mapping[str, str], default_time: float | None = None) -> MetricStore:
-    """Parse every file of ``snapshot.metrics_text`` into one store (series from several files are merged)."""
+def parse_metrics(texts: Mapping[str, str], default_time: float | None = None,
+                  max_series: int | None = None) -> MetricStore:
+    """Parse every file of ``snapshot.metrics_text`` into one store (series from several files are merged).
+
+    More than ``max_series`` distinct series is an input error naming the file that crossed the bound.
+    """
     store = MetricStore()
     raw: dict[str, dict[Labels, list[Point]]] = defaultdict(lambda: defaultdict(list))
     for path in sorted(texts):
         _parse_file(path, texts[path], default_time, store, raw)
+        if max_series is not None:
+            count = sum(len(by_labels) for by_labels in raw.values())
+            if count > max_series:
+                raise InputError(f"{path}: {count:,} metric series so far, more than the bound of {max_series:,} "
+                                 "(raise it with --max-series)")
     for name, by_labels in raw.items():
         store.series[name] = {labels: _sorted_unique(points) for labels, points in by_labels.items()}
     return store
@@ -179,7 +188,8 @@ def parse_metrics(texts: Mapping[str, str], default_time: float | None = None) -
 def metric_store(snap: Snapshot) -> MetricStore:
     """The snapshot's metrics, parsed once and memoised on the snapshot (empty when there are none)."""
     return snap.memo("metric-store",
-                     lambda: parse_metrics(snap.metrics_text, default_time=snap.now.timestamp()))
+                     lambda: parse_metrics(snap.metrics_text, default_time=snap.now.timestamp(),
+                                           max_series=snap.limits.max_series))
 
 
 def _sorted_unique(points: list[Point]) -> list[Point]:

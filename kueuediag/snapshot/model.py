@@ -7,7 +7,6 @@ check that never asks for pods never pays for them.
 
 from __future__ import annotations
 
-import gc
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -15,7 +14,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
-from kueuediag.errors import InputError, MalformedObject
+from kueuediag.errors import InputError, MalformedObject, clip, shown
+from kueuediag.snapshot.limits import DEFAULT_LIMITS, Limits
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.timeutil import parse_time, parse_time_lenient
 
@@ -116,15 +116,18 @@ def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
 class Snapshot:
     """An indexed, read-only view of one recorded (or live-collected) cluster state."""
 
-    def __init__(self, raw: RawSnapshot, now: datetime | None = None) -> None:
+    def __init__(self, raw: RawSnapshot, now: datetime | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
         self.source = raw.source
+        self.limits = limits
         self.manifest = _manifest(raw)
         self._by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._by_key: dict[tuple[str, str | None, str], dict[str, Any]] = {}
         self._by_uid: dict[str, dict[str, Any]] = {}
         self._children: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._memo: dict[Any, Any] = {}
-        self.warnings: list[str] = []
+        self._origins = raw.origins
+        self.warnings: list[str] = list(raw.warnings)
+        """input read in a degraded way (replaced bytes, skipped files, cut logs): shown with the verdict"""
         for obj in raw.objects:
             self._add(obj)
         self.metrics_text = raw.metrics
@@ -136,18 +139,20 @@ class Snapshot:
         kind = obj["kind"]
         if kind in DROPPED_KINDS:
             return
+        origin = self._origins.get(id(obj))
         api = obj["apiVersion"]
         group, _, version = api.rpartition("/")
         if group == KUEUE_GROUP and kind in KUEUE_VERSIONS and version not in KUEUE_VERSIONS[kind]:
             raise InputError(
-                f"{kind} {obj['metadata'].get('name')}: unsupported apiVersion {api} "
-                f"(kueuediag reads {', '.join(sorted(KUEUE_VERSIONS[kind]))})"
+                f"{_describe(obj, origin)}: unsupported apiVersion {clip(api)} "
+                f"(kueuediag reads {', '.join(sorted(KUEUE_VERSIONS[kind]))})", source=origin, field="apiVersion"
             )
         for part in ("metadata", "spec", "status"):
             if part in obj and obj[part] is not None and not isinstance(obj[part], dict):
-                _shape_error(obj, part, "dict", obj[part])
+                _shape_error(obj, part, "dict", obj[part], origin)
+        _check_metadata(obj, origin)
         if kind not in LAZY_SHAPE_KINDS:
-            _check_shapes(obj)
+            _check_shapes(obj, origin)
         ns, name = _ns_name(obj)
         key = (kind, ns, name)
         if key in self._by_key:
@@ -189,6 +194,21 @@ class Snapshot:
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         return self._by_key.get((kind, namespace, name))
+
+    def origin(self, obj: dict[str, Any]) -> str | None:
+        """The file an object was read from (None for live-collected or hand-built snapshots)."""
+        return self._origins.get(id(obj))
+
+    def input_error(self, obj: dict[str, Any], exc: Exception) -> MalformedObject:
+        """The one-line input error for an object a view or an analysis could not read.
+
+        Names the file, the object and — when a shape rule or the failing accessor knows it — the field; carries
+        the object's identity so the engine can tell whether the target depends on it.
+        """
+        origin = self.origin(obj)
+        if isinstance(exc, InputError):
+            return as_malformed(obj, exc, origin)
+        return malformed(obj, exc, origin)
 
     def by_uid(self, uid: str) -> dict[str, Any] | None:
         return self._by_uid.get(uid)
@@ -246,7 +266,7 @@ def _rules_for(kind: str) -> tuple[_Rule, ...]:
     return rules
 
 
-def _check_shapes(obj: dict[str, Any]) -> None:
+def _check_shapes(obj: dict[str, Any], origin: str | None = None) -> None:
     for path, segments, type_name in _rules_for(obj["kind"]):
         values: list[Any] = [obj]
         for key, many in segments:
@@ -265,20 +285,42 @@ def _check_shapes(obj: dict[str, Any]) -> None:
                 break
         for v in values:
             if not isinstance(v, _TYPES[type_name]) or (type_name == "int" and isinstance(v, bool)):
-                _shape_error(obj, path, type_name, v)
+                _shape_error(obj, path, type_name, v, origin)
 
 
-def malformed(obj: dict[str, Any], exc: Exception) -> InputError:
+class FieldTypeError(TypeError):
+    """Raised by a typed accessor (:func:`typed`) when a field has the wrong JSON type."""
+
+    def __init__(self, path: str, type_name: str, value: Any) -> None:
+        super().__init__(f"{path} must be a {_NAMES[type_name]}, got {shown(value, 40)}")
+        self.path = path
+
+
+def typed(container: dict[str, Any], key: str, type_name: str, path: str) -> Any:
+    """``container[key]`` when absent/None or of the JSON type Kubernetes fixes for it; else FieldTypeError.
+
+    The one accessor views use for fields whose type checks rely on (names used as keys, numbers compared):
+    :func:`kueuediag.snapshot.kueue.guarded` turns the error into an input error naming file, object and field.
+    """
+    value = container.get(key)
+    if value is None or (isinstance(value, _TYPES[type_name]) and not (type_name == "int" and isinstance(value, bool))):
+        return value
+    raise FieldTypeError(path, type_name, value)
+
+
+BAD_SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, OverflowError, RecursionError)
+"""What reading a wrong-typed field raises in Python code that assumed the type kubectl writes."""
+
+
+def malformed(obj: dict[str, Any], exc: Exception, origin: str | None = None) -> MalformedObject:
     """The input error for an object whose normalisation failed: the precise field when a shape rule finds it."""
     try:
-        _check_shapes(obj)
-    except InputError as precise:
+        _check_shapes(obj, origin)
+    except MalformedObject as precise:
         return precise
-    raw_meta = obj.get("metadata")
-    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-    where = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
-    return MalformedObject(f"{obj.get('kind')} {where}: malformed object ({type(exc).__name__}: {exc})",
-                           *_identity(obj))
+    if isinstance(exc, FieldTypeError):
+        return _malformed(obj, origin, str(exc), exc.path)
+    return _malformed(obj, origin, f"malformed object ({type(exc).__name__}: {clip(str(exc), 120)})")
 
 
 def _identity(obj: dict[str, Any]) -> tuple[str, str | None, str]:
@@ -289,26 +331,81 @@ def _identity(obj: dict[str, Any]) -> tuple[str, str | None, str]:
     return str(obj.get("kind") or "?"), str(ns) if ns else None, str(meta.get("name") or "?")
 
 
-def as_malformed(obj: dict[str, Any], exc: InputError) -> MalformedObject:
-    """`exc` (raised while reading `obj`) tagged with the object's identity, prefixed with it when missing."""
-    if isinstance(exc, MalformedObject):
+def as_malformed(obj: dict[str, Any], exc: InputError, origin: str | None = None) -> MalformedObject:
+    """`exc` (raised while reading `obj`) tagged with the object's identity and file, prefixed with them when
+    missing."""
+    if isinstance(exc, MalformedObject) and (origin is None or str(exc).startswith(origin)):
         return exc
-    kind, ns, name = _identity(obj)
     text = str(exc)
-    where = f"{kind} {ns + '/' if ns else ''}{name}"
-    return MalformedObject(text if text.startswith(where) else f"{where}: {text}", kind, ns, name)
+    where = _describe(obj, None)
+    if not text.startswith(where) and not (origin and text.startswith(origin)):
+        text = f"{where}: {text}"
+    if origin and not text.startswith(origin):
+        text = f"{origin}: {text}"
+    err = MalformedObject(text, *_identity(obj))
+    err.source, err.field = origin, exc.field
+    return err
 
 
-def _shape_error(obj: dict[str, Any], path: str, type_name: str, value: Any) -> None:
+def _malformed(obj: dict[str, Any], origin: str | None, problem: str, field: str | None = None) -> MalformedObject:
+    err = MalformedObject(f"{_describe(obj, origin)}: {problem}", *_identity(obj))
+    err.source, err.field = origin, field
+    return err
+
+
+def _describe(obj: dict[str, Any], origin: str | None) -> str:
+    """``objects/x.yaml: Workload team-a/train`` (bounded: names come from the input)."""
     raw_meta = obj.get("metadata")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-    where = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
-    shown = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
-    raise MalformedObject(f"{obj['kind']} {where}: {path} must be a {_NAMES[type_name]}, got {shown}",
-                          *_identity(obj))
+    kind, ns, name = obj.get("kind") or "?", meta.get("namespace"), meta.get("name") or "?"
+    where = "/".join(clip(x, 80) for x in (ns, name) if x)
+    return f"{origin + ': ' if origin else ''}{clip(kind, 60)} {where}"
+
+
+def _shape_error(obj: dict[str, Any], path: str, type_name: str, value: Any, origin: str | None = None) -> None:
+    raise _malformed(obj, origin, f"{path} must be a {_NAMES[type_name]}, got {shown(value, 40)}", path)
 
 
 _NAMES = {"dict": "mapping", "list": "list", "int": "whole number", "str": "string"}
+_TIME_TYPES = (str, datetime)
+
+
+def _check_metadata(obj: dict[str, Any], origin: str | None) -> None:
+    """Fixed-type metadata every index and view relies on, checked for every object at load (cheaply).
+
+    namespace and uid are dictionary keys, labels and annotations are matched as strings, owner references
+    link objects by uid; Kubernetes fixes all of their types, so anything else is a malformed input.
+    """
+    meta = obj["metadata"]
+    for key in ("namespace", "uid"):
+        value = meta.get(key)
+        if value is not None and type(value) is not str:
+            _shape_error(obj, f"metadata.{key}", "str", value, origin)
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if type(value) is not dict:
+            _shape_error(obj, f"metadata.{key}", "dict", value, origin)
+        for k, v in value.items():
+            if type(v) is not str or type(k) is not str:
+                _shape_error(obj, f"metadata.{key}.{shown(k, 40)}", "str", v if type(k) is str else k, origin)
+    for key in ("creationTimestamp", "deletionTimestamp"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, _TIME_TYPES):
+            _shape_error(obj, f"metadata.{key}", "str", value, origin)
+    refs = meta.get("ownerReferences")
+    if refs is None:
+        return
+    if type(refs) is not list:
+        _shape_error(obj, "metadata.ownerReferences", "list", refs, origin)
+    for i, ref in enumerate(refs):
+        if type(ref) is not dict:
+            _shape_error(obj, f"metadata.ownerReferences[{i}]", "dict", ref, origin)
+        for key in ("uid", "kind", "name", "apiVersion"):
+            value = ref.get(key)
+            if value is not None and type(value) is not str:
+                _shape_error(obj, f"metadata.ownerReferences[{i}].{key}", "str", value, origin)
 
 
 def _rv(obj: dict[str, Any]) -> int:
@@ -368,13 +465,19 @@ def _error_names_part(what: str, part: Part) -> bool:
 def _manifest(raw: RawSnapshot) -> Manifest:
     m = raw.manifest
     captured = None
+    where = f"{raw.source}/manifest.json"
     if m.get("capturedAt") is not None:
         try:
             captured = parse_time(m.get("capturedAt"))
         except InputError:
-            raise InputError(f"{raw.source}/manifest.json: invalid capturedAt {m.get('capturedAt')!r}") from None
-    errors = tuple((str(e.get("what", "?")), str(e.get("error", "?"))) for e in m.get("errors") or ())
+            raise InputError(f"{where}: invalid capturedAt {shown(m.get('capturedAt'))}") from None
+    for key in ("cluster", "kueueVersion"):
+        if m.get(key) is not None and not isinstance(m.get(key), str):
+            raise InputError(f"{where}: {key} must be a string, got {shown(m.get(key))}")
+    errors = tuple((clip(e.get("what", "?"), 200), clip(e.get("error", "?"), 400)) for e in m.get("errors") or ())
     namespaces = m.get("namespaces")
+    if namespaces is not None and not (isinstance(namespaces, list) and all(isinstance(n, str) for n in namespaces)):
+        raise InputError(f"{where}: namespaces must be a list of strings, got {shown(namespaces)}")
     recorded = m.get("target")
     return Manifest(
         format=m.get("format"),
@@ -389,26 +492,3 @@ def _manifest(raw: RawSnapshot) -> Manifest:
         redacted=m.get("redacted") is True,
         partial=m.get("partial") is True or bool(errors),
     )
-
-
-def load_snapshot(path: str, now: datetime | None = None) -> Snapshot:
-    """Read and index a snapshot from disk."""
-    from kueuediag.snapshot.reader import read_snapshot
-
-    # Loading creates millions of small objects and none of them form garbage cycles: the cyclic GC would
-    # rescan the whole heap again and again (a third of the load time on a 200 MB snapshot). Pause it while
-    # reading, then move the loaded objects out of its view.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        snap = Snapshot(read_snapshot(path), now=now)
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
-    if snap.metrics_text:
-        # Validate metrics at load so a malformed .om file is an input error (exit 2), not an errored check.
-        from kueuediag.snapshot.metrics import metric_store
-
-        metric_store(snap)
-    return snap

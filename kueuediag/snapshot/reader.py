@@ -1,31 +1,45 @@
-"""Read snapshot format v1 from a directory, a .tar.gz/.tgz (in memory), or a single YAML/JSON file.
+"""Read snapshot format v1 from a directory, a .tar.gz/.tgz/.tar, or a single YAML/JSON file.
 
 See docs/snapshot-format.md. The reader only turns bytes into Python objects and reports *where* input is
 broken; indexing and normalisation happen in :mod:`kueuediag.snapshot.model`.
+
+Everything it reads is bounded (:mod:`kueuediag.snapshot.limits`): bytes in total and per file, files, objects,
+log lines and YAML alias expansion. Only regular files are read (a symlink to ``/dev/zero`` or a FIFO is skipped,
+with a warning), and an archive is streamed once, in member order, reading only the members that will be used.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
+import re
+import stat
 import tarfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import yaml
 
-from kueuediag.errors import InputError
+from kueuediag.errors import InputError, clip, shown
+from kueuediag.snapshot.limits import DEFAULT_LIMITS, FLAG_NAMES, Limits
 
 FORMAT = "kueuediag-snapshot/v1"
 OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
+METRIC_SUFFIXES = (".om", ".txt", ".prom")
+LOG_SUFFIXES = (".log", ".txt", ".jsonl")
+LAYOUT_TOPS = ("objects", "metrics", "logs")
 
 try:  # libyaml is ~10x faster; fall back to the pure-Python loader.
     _YamlLoader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _YamlLoader = yaml.SafeLoader
+
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s\[\]{},]")
+_PARSE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, yaml.YAMLError)
+"""What a parser may raise on hostile text: libyaml's nesting limit, Python's int-to-string limit (ValueError),
+json's RecursionError on 100,000-deep arrays, a YAML timestamp with month 13 (ValueError)."""
 
 
 @dataclass
@@ -39,155 +53,363 @@ class RawSnapshot:
     """path → OpenMetrics text"""
     logs: dict[str, str] = field(default_factory=dict)
     """path → raw log text"""
+    origins: dict[int, str] = field(default_factory=dict)
+    """id(object) → the file it was read from (valid while `objects` holds the object)"""
+    warnings: list[str] = field(default_factory=list)
+    """input that was read in a degraded way (bytes replaced, files skipped, logs cut)"""
 
 
-def read_snapshot(path: str | os.PathLike[str]) -> RawSnapshot:
+class _Budget:
+    """Counts what the reader spends against the limits; exceeding one is an input error naming the flag."""
+
+    def __init__(self, source: str, limits: Limits) -> None:
+        self.source = source
+        self.limits = limits
+        self.bytes = 0
+        self.files = 0
+        self.log_lines = 0
+        self.notes: list[str] = []
+        """warnings found while reading bytes (before the RawSnapshot's own list is at hand)"""
+
+    def exceeded(self, what: str, limit_name: str) -> InputError:
+        limit = getattr(self.limits, limit_name)
+        return InputError(f"{what}, more than the bound of {limit:,} (raise it with {FLAG_NAMES[limit_name]})")
+
+    def file(self) -> None:
+        self.files += 1
+        if self.files > self.limits.max_files:
+            raise self.exceeded(f"{self.source}: more than {self.limits.max_files:,} files", "max_files")
+
+    def spend(self, n: int) -> None:
+        self.bytes += n
+        if self.bytes > self.limits.max_bytes:
+            raise self.exceeded(f"{self.source}: {self.bytes:,} bytes read", "max_bytes")
+
+
+def read_snapshot(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -> RawSnapshot:
     """Read a snapshot from `path` (directory, tarball or single object file)."""
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"{p}: no such file or directory")
-    if p.is_dir():
-        return _read_tree(str(p), _dir_entries(p))
+    budget = _Budget(str(p), limits)
+    try:
+        st = p.stat()
+    except OSError as exc:
+        if not p.exists():
+            raise InputError(f"{p}: no such file or directory") from None
+        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raw = RawSnapshot(source=str(p))
+        return _read_tree(raw, _dir_entries(p, budget, raw), budget)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{p}: not a regular file (a device, FIFO or socket is never read)")
     name = p.name.lower()
     if name.endswith((".tar.gz", ".tgz", ".tar")):
-        return _read_tar(p)
+        raw = RawSnapshot(source=str(p))
+        return _read_tree(raw, _tar_entries(p, budget, raw), budget)
     if name.endswith(OBJECT_SUFFIXES):
         raw = RawSnapshot(source=str(p))
-        raw.objects.extend(parse_objects(p.name, _read_bytes(p)))
+        data = _read_regular(p, p.name, budget, tail=False)
+        _add_objects(raw, p.name, parse_objects(p.name, data, limits), budget)
         return raw
     raise InputError(f"{p}: not a snapshot (expected a directory, .tar.gz/.tgz, or a .yaml/.yml/.json file)")
 
 
-def _read_bytes(p: Path) -> bytes:
+# --- where the bytes come from ------------------------------------------------------------------------------
+
+
+_WANTED_SUFFIXES = OBJECT_SUFFIXES + METRIC_SUFFIXES + LOG_SUFFIXES
+
+
+def _wanted(rel: str) -> bool:
+    """Could this path be read as part of a snapshot (manifest, object, metrics or log file)?"""
+    if not rel or rel.startswith(".") or "/." in rel:
+        return False
+    return rel == "manifest.json" or rel.lower().endswith(_WANTED_SUFFIXES)
+
+
+def _is_log(rel: str) -> bool:
+    return rel.startswith("logs/") and rel.lower().endswith(LOG_SUFFIXES)
+
+
+def _read_regular(full: Path, rel: str, budget: _Budget, tail: bool) -> bytes:
+    """Read one regular file within the per-file bound (a log keeps its tail), never blocking on a FIFO."""
     try:
-        return p.read_bytes()
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        raise InputError(f"{rel}: cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fd).st_size
+        return _bounded_read(fh, size, rel, budget, tail)
 
 
-def _dir_entries(root: Path) -> Iterator[tuple[str, bytes]]:
+def _bounded_read(fh: IO[bytes], size: int, rel: str, budget: _Budget, tail: bool) -> bytes:
+    limit = budget.limits.max_file_bytes
+    if size > limit:
+        if not tail:
+            raise budget.exceeded(f"{rel}: {size:,} bytes", "max_file_bytes")
+        fh.seek(size - limit)
+        data = fh.read(limit)
+        cut = data.find(b"\n")
+        data = data[cut + 1:] if cut >= 0 else data
+        budget.spend(len(data))
+        budget.notes.append(_tail_note(rel, len(data), size))
+        return data
+    data = fh.read(limit + 1)
+    if len(data) > limit:  # the file grew while being read
+        raise budget.exceeded(f"{rel}: more than {limit:,} bytes", "max_file_bytes")
+    budget.spend(len(data))
+    return data
+
+
+def _dir_entries(root: Path, budget: _Budget, raw: RawSnapshot) -> Iterator[tuple[str, bytes]]:
+    skipped: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for fn in sorted(filenames):
             full = Path(dirpath) / fn
             rel = full.relative_to(root).as_posix()
-            if _interesting(rel):
-                yield rel, _read_bytes(full)
+            budget.file()
+            if not _wanted(rel):
+                continue
+            try:
+                st = full.stat()  # follows a symlink: only a link to a regular file is read
+            except OSError:
+                skipped.append(rel)
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                skipped.append(rel)
+                continue
+            yield rel, _read_regular(full, rel, budget, tail=_is_log(rel))
+    if skipped:
+        raw.warnings.append(f"skipped {len(skipped)} file(s) that are not regular files (devices, FIFOs, sockets, "
+                            f"broken links): {', '.join(shown(s, 80) for s in skipped[:3])}")
 
 
-def _read_tar(p: Path) -> RawSnapshot:
+def _tar_entries(p: Path, budget: _Budget, raw: RawSnapshot) -> Iterator[tuple[str, bytes]]:
+    """Stream the archive once, in member order; read only members that may be used.
+
+    Member sizes are known from their headers before their bytes are decompressed, so the byte bound holds for
+    members that are skipped over too (a gzip bomb is refused, not inflated).
+    """
+    read: list[tuple[str, bytes]] = []
+    tops: set[str] = set()
+    flat = False
     try:
-        data = p.read_bytes()
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
-            members = [m for m in tf.getmembers() if m.isfile()]
-            entries: list[tuple[str, bytes]] = []
-            for m in members:
-                rel = _strip_top(m.name, members)
-                if not _interesting(rel):
+        with open(p, "rb") as fh, tarfile.open(fileobj=fh, mode="r|*") as tf:
+            for m in tf:
+                budget.file()
+                budget.spend(m.size if m.isfile() else 0)
+                if not m.isfile():
                     continue
-                fh = tf.extractfile(m)
-                if fh is None:
+                parts = [x for x in m.name.split("/") if x and x != "."]  # str ops: pathlib costs 1 ms a member
+                if not parts:
                     continue
-                entries.append((rel, fh.read()))
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        raise InputError(f"{p}: unreadable or truncated archive ({exc})") from None
-    return _read_tree(str(p), entries)
+                tops.add(parts[0])
+                flat = flat or len(parts) == 1
+                rel = "/".join(parts)
+                stripped = "/".join(parts[1:]) if len(parts) > 1 else rel
+                if not (_wanted(rel) or _wanted(stripped)):
+                    continue
+                limit = budget.limits.max_file_bytes
+                logish = _is_log(rel) or _is_log(stripped)
+                if m.size > limit and not logish:
+                    raise budget.exceeded(f"{p}: member {clip(rel, 80)} has {m.size:,} bytes", "max_file_bytes")
+                member = tf.extractfile(m)
+                if member is None:
+                    continue
+                if m.size > limit:
+                    data = _stream_tail(member, limit)
+                    budget.notes.append(_tail_note(rel, len(data), m.size))
+                else:
+                    data = member.read()
+                read.append((rel, data))
+    except (tarfile.TarError, EOFError, OSError, ValueError, OverflowError) as exc:
+        raise InputError(f"{p}: unreadable or truncated archive ({shown(str(exc), 120)})") from None
+    # `tar czf snap.tgz snap/` puts everything under one top folder: strip it when every member shares it.
+    strip = len(tops) == 1 and not flat and next(iter(tops)) not in LAYOUT_TOPS
+    for rel, data in read:
+        name = rel.split("/", 1)[1] if strip else rel
+        if _wanted(name):
+            yield name, data
 
 
-def _strip_top(name: str, members: list[tarfile.TarInfo]) -> str:
-    """Archives made with `tar czf x.tgz dir/` have one top folder; strip it when every member shares it."""
-    parts = PurePosixPath(name.lstrip("./")).parts
-    if len(parts) > 1 and parts[0] not in ("objects", "metrics", "logs"):
-        top = parts[0]
-        if all(PurePosixPath(m.name.lstrip("./")).parts[:1] == (top,) for m in members):
-            return PurePosixPath(*parts[1:]).as_posix()
-    return PurePosixPath(*parts).as_posix() if parts else name
+def _stream_tail(member: IO[bytes], limit: int) -> bytes:
+    """The last `limit` bytes of a longer stream, from its first full line, in bounded memory."""
+    keep = b""
+    while True:
+        chunk = member.read(1 << 20)
+        if not chunk:
+            break
+        keep = (keep + chunk)[-limit:]
+    cut = keep.find(b"\n")
+    return keep[cut + 1:] if cut >= 0 else keep
 
 
-def _interesting(rel: str) -> bool:
-    parts = PurePosixPath(rel).parts
-    if any(part.startswith(".") for part in parts):
-        return False
-    return bool(parts)
+def _tail_note(rel: str, kept: int, size: int) -> str:
+    return f"{rel}: {size:,} bytes, only the last {kept:,} read (raise it with {FLAG_NAMES['max_file_bytes']})"
 
 
-def _read_tree(source: str, entries: Iterable[tuple[str, bytes]]) -> RawSnapshot:
-    raw = RawSnapshot(source=source)
+# --- what the bytes are -------------------------------------------------------------------------------------
+
+
+def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, bytes]], budget: _Budget) -> RawSnapshot:
+    source = raw.source
     seen_layout = False
     loose: list[tuple[str, bytes]] = []
     for rel, data in entries:
-        parts = PurePosixPath(rel).parts
-        top = parts[0]
+        top = rel.split("/", 1)[0]
         lower = rel.lower()
         if rel == "manifest.json":
             raw.manifest = _parse_manifest(source, data)
             seen_layout = True
         elif top == "objects" and lower.endswith(OBJECT_SUFFIXES):
-            raw.objects.extend(parse_objects(rel, data))
+            _add_objects(raw, rel, parse_objects(rel, data, budget.limits), budget)
             seen_layout = True
-        elif top == "metrics" and lower.endswith((".om", ".txt", ".prom")):
-            raw.metrics[rel] = _text(rel, data)
+        elif top == "metrics" and lower.endswith(METRIC_SUFFIXES):
+            raw.metrics[rel] = _side_text(raw, rel, data)
             seen_layout = True
-        elif top == "logs" and lower.endswith((".log", ".txt", ".jsonl")):
-            raw.logs[rel] = _text(rel, data)
+        elif top == "logs" and lower.endswith(LOG_SUFFIXES):
+            raw.logs[rel] = _bounded_log(raw, rel, _side_text(raw, rel, data), budget)
             seen_layout = True
         elif lower.endswith(OBJECT_SUFFIXES) and top not in ("metrics", "logs"):
             loose.append((rel, data))
+    raw.warnings.extend(budget.notes)
     if not seen_layout:
         # A plain folder of kubectl output (one file per object, Lists, nested folders): read it all as objects.
         for rel, data in loose:
-            raw.objects.extend(parse_objects(rel, data))
+            _add_objects(raw, rel, parse_objects(rel, data, budget.limits), budget)
     if not raw.objects and not raw.metrics and not raw.logs:
         raise InputError(f"{source}: no Kubernetes objects, metrics or logs found (see docs/snapshot-format.md)")
     return raw
 
 
+def _add_objects(raw: RawSnapshot, rel: str, objs: list[dict[str, Any]], budget: _Budget) -> None:
+    raw.objects.extend(objs)
+    for obj in objs:
+        raw.origins[id(obj)] = rel
+    if len(raw.objects) > budget.limits.max_objects:
+        raise budget.exceeded(f"{raw.source}: more than {budget.limits.max_objects:,} objects", "max_objects")
+
+
 def _text(rel: str, data: bytes) -> str:
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{rel}: not UTF-8 text") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{rel}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _side_text(raw: RawSnapshot, rel: str, data: bytes) -> str:
+    """Logs and metrics are evidence, not the object graph: a bad byte is replaced (and reported), not fatal."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", "replace")
+        raw.warnings.append(f"{rel}: not valid UTF-8 (first bad byte at offset {exc.start}); "
+                            f"{text.count(chr(0xFFFD)):,} character(s) replaced with U+FFFD")
+        return text
+
+
+def _bounded_log(raw: RawSnapshot, rel: str, text: str, budget: _Budget) -> str:
+    """Keep the newest lines when the snapshot's logs exceed max_log_lines."""
+    n = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    room = budget.limits.max_log_lines - budget.log_lines
+    if n <= room:
+        budget.log_lines += n
+        return text
+    keep = max(room, 0)
+    budget.log_lines += keep
+    raw.warnings.append(f"{rel}: {n:,} log lines, only the last {keep:,} kept (raise it with --max-log-lines)")
+    if keep == 0:
+        return ""
+    body = text[:-1] if text.endswith("\n") else text
+    return "\n".join(body.rsplit("\n", keep)[-keep:]) + "\n"
 
 
 def _parse_manifest(source: str, data: bytes) -> dict[str, Any]:
     try:
         manifest = json.loads(data)
-    except ValueError as exc:
-        raise InputError(f"{source}/manifest.json: invalid JSON ({exc})") from None
+    except _PARSE_ERRORS as exc:
+        raise InputError(f"{source}/manifest.json: invalid JSON ({_parse_problem(exc)})") from None
     if not isinstance(manifest, dict):
         raise InputError(f"{source}/manifest.json: expected a JSON object")
     fmt = manifest.get("format")
     if fmt is not None and fmt != FORMAT:
-        raise InputError(f"{source}/manifest.json: unsupported format {fmt!r} (this kueuediag reads {FORMAT})")
+        raise InputError(f"{source}/manifest.json: unsupported format {shown(fmt)} (this kueuediag reads {FORMAT})")
     errors = manifest.get("errors", [])
     if not isinstance(errors, list) or not all(isinstance(e, dict) for e in errors):
         raise InputError(f"{source}/manifest.json: 'errors' must be a list of {{what, error}} objects")
     return manifest
 
 
-def parse_objects(rel: str, data: bytes) -> list[dict[str, Any]]:
+def _parse_problem(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, yaml.YAMLError):
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return clip(str(problem), 120)
+    return clip(str(exc), 120)
+
+
+def parse_objects(rel: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any]]:
     """Parse one kubectl output file: a single object, a `kind: List`, or multi-document YAML."""
     text = _text(rel, data)
     docs: list[Any]
     if rel.lower().endswith(".json"):
         try:
             docs = [json.loads(text)] if text.strip() else []
-        except ValueError as exc:
-            raise InputError(f"{rel}: invalid JSON ({exc})") from None
+        except _PARSE_ERRORS as exc:
+            raise InputError(f"{rel}: invalid JSON ({_parse_problem(exc)})") from None
     else:
         try:
+            if "&" in text and _ANCHOR.search(text):
+                _check_aliases(rel, text, limits.max_alias_nodes)
             docs = list(yaml.load_all(text, Loader=_YamlLoader))
-        except yaml.YAMLError as exc:
+        except InputError:
+            raise
+        except _PARSE_ERRORS as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise InputError(f"{rel}: invalid YAML{where} ({problem})") from None
+            raise InputError(f"{rel}: invalid YAML{where} ({_parse_problem(exc)})") from None
     out: list[dict[str, Any]] = []
     for i, doc in enumerate(docs):
         if doc is None:
             continue
         _flatten(rel, i, doc, out)
     return out
+
+
+def _check_aliases(rel: str, text: str, limit: int) -> None:
+    """Refuse a YAML document whose aliases expand to more than `limit` nodes (a "billion laughs" bomb).
+
+    The composed node graph shares aliased nodes, so its expanded size is computed in time linear in the graph.
+    """
+    for doc in yaml.compose_all(text, Loader=_YamlLoader):
+        if doc is None:
+            continue
+        sizes: dict[int, int] = {}
+        distinct = 0
+        stack: list[tuple[yaml.Node, bool]] = [(doc, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in sizes:
+                continue
+            children = _children(node)
+            if not expanded:
+                distinct += 1
+                stack.append((node, True))
+                stack.extend((c, False) for c in children if id(c) not in sizes)
+                continue
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+        if sizes.get(id(doc), 0) - distinct > limit:
+            raise InputError(f"{rel}: YAML aliases expand to more than {limit:,} extra nodes "
+                             f"(raise it with {FLAG_NAMES['max_alias_nodes']}; kubectl never writes aliases)")
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 def _flatten(rel: str, index: int, doc: Any, out: list[dict[str, Any]]) -> None:
@@ -218,9 +440,10 @@ def _flatten(rel: str, index: int, doc: Any, out: list[dict[str, Any]]) -> None:
 
 def _check_object(where: str, obj: dict[str, Any]) -> None:
     if not isinstance(obj.get("kind"), str) or not obj["kind"]:
-        raise InputError(f"{where}: object has no 'kind'")
+        raise InputError(f"{where}: object has no 'kind'", source=where, field="kind")
+    kind = clip(obj["kind"], 60)
     if not isinstance(obj.get("apiVersion"), str) or not obj["apiVersion"]:
-        raise InputError(f"{where}: {obj['kind']} has no 'apiVersion'")
+        raise InputError(f"{where}: {kind} has no 'apiVersion'", source=where, field="apiVersion")
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        raise InputError(f"{where}: {obj['kind']} has no metadata.name")
+        raise InputError(f"{where}: {kind} has no metadata.name", source=where, field="metadata.name")

@@ -202,7 +202,7 @@ def test_live_snapshot_is_a_snapshot(api_server: ServerFactory, tmp_path: Path) 
                                      save=tmp_path / "saved.tar.gz")
     assert isinstance(snap, Snapshot)
     assert (tmp_path / "saved.tar.gz").stat().st_size > 0
-    from kueuediag.snapshot.model import load_snapshot
+    from kueuediag.snapshot.loader import load_snapshot
 
     again = load_snapshot(str(tmp_path / "saved.tar.gz"))
     assert {o["metadata"]["name"] for o in again.of_kind("Workload")} == \
@@ -249,3 +249,24 @@ def test_snapshot_request_count_is_bounded_for_a_large_cluster(api_server: Serve
     visibility = [r for r in reqs if r.path.startswith("/apis/visibility")]
     assert len(visibility) == 1 + 40 + 40
     assert len(reqs) - len(visibility) <= 40, [r.path for r in reqs]
+
+
+def test_workload_owned_by_a_secret_degrades_only_that_owner(api_server: ServerFactory, live_raw: Any,
+                                                             tmp_path: Path) -> None:
+    """A Workload owner reference of kind Secret: the Secret guard held, but the run aborted."""
+    objs = [dict(o) for o in live_raw.objects]
+    for i, o in enumerate(objs):
+        if o["kind"] == "Workload" and o["metadata"].get("namespace") == "team-a":
+            meta = dict(o["metadata"])
+            meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Secret", "name": "creds", "uid": "s-1"},
+                                       *(meta.get("ownerReferences") or [])]
+            objs[i] = dict(o, metadata=meta)
+    with api_server(objects=objs) as srv:
+        raw = collect_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path))
+        requests = list(srv.cluster.requests)
+    assert not any("secret" in r.path for r in requests)
+    assert "owner Secret team-a/creds: not read: kueuediag never reads Secrets" in raw.manifest["notes"]
+    assert ("team-a", "llm-finetune") in keys(raw, "Job") and raw.manifest["errors"] == []
+    snap = Snapshot(raw)
+    verdict = diagnose(snap, resolve(snap, "job/llm-finetune", "team-a"), discover(), Settings())
+    assert verdict.workload.name is not None and not [r for r in verdict.runs if r.outcome is Outcome.ERRORED]

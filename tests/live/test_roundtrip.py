@@ -16,7 +16,8 @@ from kueuediag.engine import diagnose
 from kueuediag.live import LiveOptions, collect_for_why, take_snapshot
 from kueuediag.models import Verdict
 from kueuediag.registry import discover
-from kueuediag.snapshot.model import Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import resolve
 from tests.live.conftest import LIVE_FIXTURE, ServerFactory
 from tests.live.fixture_gen import SECRET_VALUE

@@ -15,7 +15,8 @@ from kueuediag.live import LiveOptions, collect_for_why
 from kueuediag.live.redact import redact
 from kueuediag.live.sanitize import REDACTED, sanitize_args, sanitize_object
 from kueuediag.live.write import write_snapshot
-from kueuediag.snapshot.model import Part, Snapshot, load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
+from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.snapshot.reader import RawSnapshot, read_snapshot
 from tests.live.apiserver import Fault
 from tests.live.conftest import LIVE_FIXTURE, ServerFactory
