@@ -16,7 +16,7 @@ from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.models import Finding, Verdict
 from kueuediag.registry import discover
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 
 INCIDENTS = Path(__file__).resolve().parent.parent / "fixtures" / "incidents"

@@ -18,7 +18,7 @@ from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.models import Verdict
 from kueuediag.registry import discover
-from kueuediag.snapshot.model import load_snapshot
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots"
