@@ -253,7 +253,12 @@ class AdmissionChecks(Check):
                 and w.requeue_at > snap.now
                 and any(x is not None and x.reason == "AdmissionCheck" for x in (w.cond("Evicted"), w.cond("Requeued")))
             )
-            if c.state in ("Pending", "Retry") and (w.state == WorkloadState.QUOTA_RESERVED or retry_backoff):
+            # a check left in Retry by an AdmissionCheck eviction is still the reason after the backoff ended:
+            # the workload re-enters the queue only to fail the same check again
+            failed_retry = c.state == "Retry" and any(
+                x is not None and x.true and x.reason == "AdmissionCheck" for x in (w.cond("Evicted"),))
+            if c.state in ("Pending", "Retry") and (
+                    w.state == WorkloadState.QUOTA_RESERVED or retry_backoff or failed_retry):
                 out.append(self._pending(snap, w, c, retry_backoff))
         for name in rejected:
             out.append(self._rejected(snap, w, name, rejected[name]))
@@ -440,6 +445,17 @@ class AdmissionChecks(Check):
                 f"{format_rfc3339(w.requeue_at)} ({left} left)"
             )
             title = f"admission check {c.name} retry: requeued at {format_rfc3339(w.requeue_at)} ({left} left)"
+        elif not w.holds_quota:
+            evicted = w.cond("Evicted")
+            if evicted is not None:
+                evidence.insert(1, _cond_ev(w, evicted))
+            lead = (
+                f"Admission check {c.name}{' (controller ' + ctrl + ')' if ctrl else ''} failed and is still "
+                f"{c.state}{age_s}: Kueue evicted the workload, released its quota and requeued it; once it gets "
+                "quota again the same check runs again"
+            )
+            short = c.message if len(c.message) <= 90 else c.message[:87] + "..."
+            title = f"admission check {c.name} is {c.state}{age_s}" + (f": {short}" if short else "")
         else:
             lead = (
                 f"The workload holds quota but is not admitted: admission check {c.name}"

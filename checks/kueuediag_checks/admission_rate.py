@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from kueuediag.analysis.admission_rates import Rates, Trickle, admission_rates, detect_trickle, sparkline
+from kueuediag.analysis.health import controller_activity
 from kueuediag.analysis.preemption_victims import Victim, blocked_heads, preemption_victims, victims_of
 from kueuediag.analysis.quota_summary import cq_quotas
 from kueuediag.analysis.versions import behaviour
@@ -37,7 +39,9 @@ class AdmissionRate(Check):
         ClusterQueue or across several. Healthy rates (bursts of admissions, queues that drain) are clear.
         Causes: `slow-preemption` (trickle; medium confidence when it matches the victims' grace period),
         `stuck-preemption-target` (stall while queue heads wait on preemption) and `controller-unhealthy`
-        (stall across ClusterQueues with nothing preempting). One ClusterQueue that admits nothing while
+        (stall across ClusterQueues with nothing preempting, backed by controller evidence: a controller pod
+        not Ready or restarting, or a log that covers the stall without a scheduling cycle; a Ready controller
+        visibly evaluating the heads is not unhealthy). One ClusterQueue that admits nothing while
         nothing preempts is the guarantee violation itself (KD101): the rate step is ruled out (clear).
         KD301 owns none of these causes: it contributes its evidence to the finding of the owner (KD302 for
         the preemption causes, KD901 for controller-unhealthy), so each cause is stated once.
@@ -248,7 +252,21 @@ class AdmissionRate(Check):
             cause = "stuck-preemption-target"
             confidence = Confidence.MEDIUM if cluster_wide else Confidence.LOW
         elif cluster_wide:
-            message += " No head waits on preemption: check the Kueue controller's health (KD9xx)."
+            # a stall is the controller's fault only with controller evidence: a crash loop, restarts, or a log
+            # that covers the window without one scheduling cycle. A scheduler visibly evaluating heads that do
+            # not fit is waiting for quota (KD101 names the holders), not an unhealthy controller.
+            activity = controller_activity(snap, datetime.fromtimestamp(since, tz=UTC))
+            if not activity.problems:
+                return None
+            message += (" No head waits on preemption, and the controller shows why nothing is admitted: "
+                        + "; ".join(activity.problems) + ".")
+            for p in activity.pods[:2]:
+                evidence.append(ev("object", f"{p.waiting_reason or ('Ready' if p.ready else 'not Ready')}, "
+                                             f"{p.restarts} restart(s)", kind="Pod", name=p.name,
+                                   namespace=p.namespace, field="status.containerStatuses"))
+            if activity.scheduling_lines == 0:
+                evidence.append(ev("log", f"0 scheduling-cycle lines in the last {human_duration(quiet)}",
+                                   field="schedulingCycle", expected="one per scheduling cycle"))
             cause, confidence = "controller-unhealthy", Confidence.MEDIUM
         else:
             # One ClusterQueue stalled with nothing preempting is the guarantee violation itself (KD101), not a

@@ -94,15 +94,18 @@ class KnownIssues(Check):
         effect = {"blocks-admission": "", "holds-quota": " It keeps quota held.",
                   "ordering": " It changes the queue order, not whether the workload can be admitted.",
                   "message-only": " It only changes what a message or status says; admission is unaffected."}
-        severity = Severity.HIGH if m.about_target else Severity.MEDIUM
+        # a bug that only garbles a message explains the message, not why the workload waits: it is context for
+        # the target, never its verdict (the cause owners say why it is pending)
+        about = m.about_target and issue.effect != "message-only"
+        severity = Severity.HIGH if about else Severity.MEDIUM
         if issue.effect in ("ordering", "message-only"):
-            severity = Severity.MEDIUM if m.about_target else Severity.LOW
+            severity = Severity.MEDIUM if about else Severity.LOW
         return self.finding(
             CauseSlug.KNOWN_ISSUE, title,
             f"{issue.meaning}{effect[issue.effect]} In this snapshot: {m.summary}.{changelog}",
             severity=severity, confidence=m.confidence, evidence=evidence,
             remediation=[upgrade, f"Workaround: {issue.workaround}", *m.stopgap],
-            about_target=m.about_target,
+            about_target=about,
             data={"issue": issue.id, "upstream": list(issue.issues), "prs": list(issue.prs), "fixed_in": fix,
                   "kueueVersion": shown, "effect": issue.effect},
         )

@@ -281,3 +281,41 @@ def _describe_change(snap: Snapshot, obj: dict[str, Any]) -> str:
         args = " ".join(container_args(c)) if c else ""
         return f"controller Deployment (manager args: {args})" if args else "controller Deployment"
     return f"{kind} spec (generation {meta(obj).get('generation', '?')})"
+
+
+# --- is the controller working? ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ControllerActivity:
+    """What the snapshot says about the controller over a window: the evidence that it was *not* working
+    (not Ready, restarting, crash looping, no scheduling-cycle log lines), and how many scheduling-cycle lines
+    show the scheduler evaluating workloads (None: no log covers the window)."""
+
+    problems: tuple[str, ...]
+    """one sentence per piece of controller evidence"""
+    pods: tuple[ControllerPod, ...]
+    """the controller pods the problems name"""
+    scheduling_lines: int | None
+
+
+def controller_activity(snap: Snapshot, since: datetime) -> ControllerActivity:
+    """Controller evidence for a stall that began at `since`: the one owner KD301 and KD901 agree on."""
+    from kueuediag.snapshot.logs import log_lines
+
+    problems: list[str] = []
+    bad = [p for p in controller_pods(snap) if not p.healthy or p.restarts > 0]
+    for p in bad:
+        state = p.waiting_reason or ("Ready" if p.ready else "not Ready")
+        problems.append(f"controller pod {p.namespace}/{p.name}: {state}, {p.restarts} restart(s)"
+                        + (f", last exit {p.last_terminated_reason}" if p.last_terminated_reason else ""))
+    lines = log_lines(snap) if snap.logs_text else []
+    covered = [ln for ln in lines if ln.ts is not None]
+    scheduling: int | None = None
+    if covered and max(ln.ts for ln in covered if ln.ts is not None) >= since:
+        scheduling = sum(1 for ln in covered if ln.ts is not None and ln.ts >= since
+                         and "schedulingCycle" in ln.fields)
+        if scheduling == 0:
+            problems.append(f"no scheduling-cycle log line since {since.isoformat()} although the log covers "
+                            "that window")
+    return ControllerActivity(tuple(problems), tuple(bad), scheduling)

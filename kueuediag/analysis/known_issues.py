@@ -539,9 +539,13 @@ def _zombies_in_pod_groups(ctx: Context, _args: dict[str, Any]) -> Fingerprint |
     )
 
 
-def _pod_victims_terminating(ctx: Context, _args: dict[str, Any]) -> Fingerprint | None:
+def _pod_victims_terminating(ctx: Context, args: dict[str, Any]) -> Fingerprint | None:
+    # the signature is a plain-pod victim that keeps quota through a *long* termination: with a short grace
+    # period the preemption is merely in progress and the serialisation is invisible
+    min_grace = int(args.get("min_grace_seconds", 0))
     victims = [v for v in quota_holding_victims(ctx.snap)
-               if v.pod_integration and not v.zombie_pods and v.terminating_pods]
+               if v.pod_integration and not v.zombie_pods and v.terminating_pods
+               and any(p.grace_seconds > min_grace for p in v.terminating_pods)]
     if not victims:
         return None
     about = ctx.pending and any(victim_blocks(ctx.snap, ctx.workload, ctx.cq, v) for v in victims)
