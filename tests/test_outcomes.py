@@ -168,3 +168,16 @@ def test_forbidden_nodes_lower_the_verdict_confidence(tmp_path: Path) -> None:
     assert runs["KD201"].outcome is Outcome.COULD_NOT_CHECK and runs["KD201"].input == "nodes"
     assert any(line.startswith("KD201 fragmentation could not check — nodes: not collected (nodes: forbidden (403)")
                for line in v.unseen), v.unseen
+
+
+def test_an_installed_plugin_cannot_reach_kueuediags_own_tests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/conftest.py keeps every test but test_plugins.py on the built-in checks."""
+    from kueuediag.registry import discover_all
+
+    info = tmp_path / "rogue-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rogue\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[kueuediag.checks]\nrogue = rogue_module:Nope\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = discover_all()
+    assert found.errors == [] and [c.code for c in found.classes] == [c.code for c in BUILTIN]

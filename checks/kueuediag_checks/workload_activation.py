@@ -60,7 +60,7 @@ class WorkloadActivation(Check):
             found = [*self._deactivated(snapshot, w, p.qr), *self._gated(w, p.qr, p.pm)]
         gates = (w.obj.get("metadata") or {}).get("annotations", {}).get(GATED_BY)
         return self.result(found, ev(
-            "object", "spec.active: true; " + (f"{GATED_BY}: {gates}" if gates else f"no {GATED_BY} annotation"),
+            "object", "true; " + (f"annotation {GATED_BY}: {gates}" if gates else f"no {GATED_BY} annotation"),
             kind="Workload", name=w.name, namespace=w.namespace, field="spec.active"))
 
     def _deactivated(self, snap: Snapshot, w: WorkloadView, qr: Condition | None) -> list[Finding]:
