@@ -80,6 +80,14 @@ _TOKEN = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_.:/@%-]*")
 """a run of name characters in free text (names, ns/name keys, host:port, user@host, IPv4/IPv6 addresses)"""
 _IP_HINT = re.compile(r"\d\.\d|:[0-9A-Fa-f]*:")
 _COMPOUND = re.compile(r"([/:@])")
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+METRIC_NAME_LABELS = {"cluster_queue": "clusterqueue", "local_queue": "localqueue", "cohort": "cohort",
+                      "parent_cohort": "cohort", "namespace": "ns", "exported_namespace": "ns", "node": "node",
+                      "flavor": "resourceflavor"}
+"""Kueue metric labels that carry object names (kueue-facts §5)"""
+LOG_NAME_KEYS = {"clusterQueue": "clusterqueue", "localQueue": "localqueue", "cohort": "cohort",
+                 "workload": "workload", "job": "job", "node": "node", "namespace": "ns"}
+"""structured controller-log keys whose value is an object reference ({name, namespace}) or a namespace"""
 
 
 @dataclass
@@ -171,6 +179,46 @@ class Redactor:
             self._learn_object(obj)
         for ns in raw.manifest.get("namespaces") or ():
             self._add(ns, "ns")
+        # Names that only the metrics or the controller log mention (an object not collected, e.g. forbidden)
+        for text in raw.metrics.values():
+            self._learn_metric_labels(text)
+        for text in raw.logs.values():
+            self._learn_log_names(text)
+
+    def _learn_metric_labels(self, text: str) -> None:
+        for line in text.splitlines():
+            if line.startswith("#") or "{" not in line:
+                continue
+            metric, _, rest = line.partition("{")
+            for name, value in _LABEL.findall(rest.partition("}")[0]):
+                category = METRIC_NAME_LABELS.get(name)
+                if name == "name" and metric.startswith("kueue_local_queue"):
+                    category = "localqueue"
+                if category and value not in self.keep_namespaces:
+                    self._add(value, category, structural=True)
+
+    def _learn_log_names(self, text: str) -> None:
+        for line in text.splitlines():
+            stripped = line.strip()
+            if not stripped.startswith("{"):
+                continue
+            try:
+                doc = json.loads(stripped)
+            except ValueError:
+                continue
+            if not isinstance(doc, dict):
+                continue
+            for key, category in LOG_NAME_KEYS.items():
+                value = doc.get(key)
+                if isinstance(value, dict):
+                    ns = value.get("namespace")
+                    if isinstance(ns, str) and ns not in self.keep_namespaces:
+                        self._add(ns, "ns", structural=True)
+                        self._add(value.get("name"), category, structural=True)
+                    elif ns is None:
+                        self._add(value.get("name"), category, structural=True)
+                elif isinstance(value, str) and category == "ns" and value not in self.keep_namespaces:
+                    self._add(value, category, structural=True)
 
     def _learn_object(self, obj: dict[str, Any]) -> None:
         kind = str(obj.get("kind") or "object")

@@ -137,7 +137,8 @@ def test_metric_label_values_are_scrubbed() -> None:
 
 # --- redaction ---------------------------------------------------------------------------------------------
 PLANTED_NAMES = ("zz-node-private-17", "zz-label-private", "registry.private.example", "zz-team",
-                 "team-a", "team-b", "llm-finetune", "prod-gpu-1", "zz-annotation-private", "zz-cq-private")
+                 "team-a", "team-b", "llm-finetune", "prod-gpu-1", "zz-annotation-private", "zz-cq-private",
+                 "zz-cq-logonly")
 PLANTED_IPS = ("10.11.12.13", "fd00:abcd::17", "10.44.55.66", "fd00:abcd::66", "172.16.9.8")
 
 
@@ -179,9 +180,13 @@ def plant_names(raw: RawSnapshot) -> RawSnapshot:
         "message": "Can submit new workloads to localQueue gpu (nvidia.com/gpu quota in ClusterQueue default)"}]
     objs.append(lq)
     logs = {rel: text + "2026-11-20T09:30:00Z INFO scheduler admitted team-a/llm-finetune on zz-node-private-17 "
-                        "peer=172.16.9.8:443 localQueue=gpu\n" for rel, text in raw.logs.items()}
+                        "peer=172.16.9.8:443 localQueue=gpu\n"
+                        '{"level":"info","msg":"cohort usage","clusterQueue":{"name":"zz-cq-logonly"}}\n'
+            for rel, text in raw.logs.items()}
+    # a ClusterQueue that only the metrics and the log name (its object was not collected)
     metrics = {rel: text.replace("# EOF\n", "") + 'kueue_pending_workloads{cluster_queue="default",status="active",'
-               'instance="10.11.12.13:8080",node="zz-node-private-17"} 0 1795161600\n# EOF\n'
+               'instance="10.11.12.13:8080",node="zz-node-private-17"} 0 1795161600\n'
+               'kueue_pending_workloads{cluster_queue="zz-cq-private",status="active"} 0 1795161600\n# EOF\n'
                for rel, text in raw.metrics.items()}
     return RawSnapshot(source=raw.source, manifest=dict(raw.manifest), objects=objs, metrics=metrics, logs=logs)
 
