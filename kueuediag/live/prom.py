@@ -1,9 +1,9 @@
 """Prometheus range queries for every Kueue metric the checks read, stored as OpenMetrics text.
 
-The HTTP API (``/api/v1/query_range``) is spoken directly over urllib3, imported only inside
-:func:`collect_metrics`, so that every answer is read within the run's one deadline and its bounds
-(:data:`MAX_BODY_BYTES` per answer, :data:`MAX_SERIES` and :data:`MAX_SAMPLES` in all): a generic client
-follows ``Retry-After: 3600`` and decodes a 20,000-series answer whatever it costs. 429 and 5xx answers are
+Queries go through ``prometheus_api_client`` (imported only inside :func:`collect_metrics`), with its
+transport replaced so that every answer is read within the run's one deadline and its bounds
+(:data:`MAX_BODY_BYTES` per answer, :data:`MAX_SERIES` and :data:`MAX_SAMPLES` in all): left to itself the
+client follows ``Retry-After: 3600`` and decodes a 20,000-series answer whatever it costs. 429 and 5xx answers are
 retried until the deadline, a ``Retry-After`` longer than the time left ends the collection at once, and
 connection failures are retried twice. Queries cover ``[end - since, end]``
 at a fixed step (default ``since/120``, at least 30 s); several metric names go into one query
@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlencode
 
 from kueuediag.live.bounded import BodyTimeout, BodyTooLarge, backoff_delay, human_bytes, read_body, retry_after
 from kueuediag.live.options import PROMETHEUS_TOKEN_ENV, LiveOptions
@@ -200,35 +199,48 @@ class _Stop(Exception):
 
 
 class _Client:
-    """GET /api/v1/query_range with bounded reads, deadline-capped retries and no redirects to follow."""
+    """Range queries through ``prometheus_api_client.PrometheusConnect``, inside the run's bounds.
+
+    The client's own retry adapter is replaced by :func:`_bounded_adapter`: no redirects, no retries of its own
+    (a ``Retry-After: 3600`` is not slept through), and every body read in chunks against the deadline and
+    :data:`MAX_BODY_BYTES` before the client decodes it. Retries of 429/5xx and connection failures happen
+    here, capped by the time left.
+    """
 
     def __init__(self, options: LiveOptions, url: str, deadline: float, sleep: Callable[[float], None],
                  clock: Callable[[], float]) -> None:
-        import urllib3
+        import requests
+        from prometheus_api_client import PrometheusConnect
+        from prometheus_api_client.exceptions import PrometheusApiClientException
 
-        self._urllib3: Any = urllib3
-        self.url = url
+        self._requests: Any = requests
+        self._api_error: type[Exception] = PrometheusApiClientException
         self.deadline = deadline
         self.request_timeout = options.request_timeout
         self.sleep = sleep
         self.clock = clock
-        self.headers = {"Accept": "application/json", **prometheus_headers(options)}
-        kw: dict[str, Any] = {"retries": False}
+        self.last_status = 0
+        self.last_headers: dict[str, str] = {}
+        # identity: a compressed body would be inflated after the size bound was checked
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity", **prometheus_headers(options)}
+        session = requests.Session()
+        session.max_redirects = 0
         if url.startswith("https://"):
             if options.prometheus_insecure:
-                kw["cert_reqs"] = "CERT_NONE"
+                session.verify = False
+                import urllib3
+
                 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
             elif options.prometheus_ca:
-                kw["ca_certs"] = options.prometheus_ca
-        self.pool: Any = urllib3.PoolManager(**kw)
+                session.verify = options.prometheus_ca
+        self.prom: Any = PrometheusConnect(url=url, headers=headers, session=session)
+        self.prom.last_body = b""
+        session.mount(url, _bounded_adapter(self))  # replaces the client's retrying adapter for this URL
 
     def close(self) -> None:
-        self.pool.clear()
+        self.prom.close()
 
     def query_range(self, query: str, start: datetime, end: datetime, step: str) -> list[Any]:
-        params = urlencode({"query": query, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}",
-                            "step": step})
-        full = f"{self.url}/api/v1/query_range?{params}"
         attempt = 0
         while True:
             attempt += 1
@@ -236,23 +248,32 @@ class _Client:
             if left <= 0:
                 raise PrometheusError("not collected: --timeout reached")
             per_request = min(self.request_timeout, left)
+            self.last_status, self.last_headers = 0, {}
             try:
-                resp = self.pool.request("GET", full, headers=self.headers, preload_content=False,
-                                         redirect=False, timeout=self._urllib3.Timeout(total=per_request))
-                body = read_body(resp, deadline=self.clock() + min(per_request, self.deadline - self.clock()),
-                                 max_bytes=MAX_BODY_BYTES, clock=self.clock)
+                data = self.prom.custom_query_range(query, start, end, step, timeout=per_request)
             except BodyTooLarge as exc:
                 raise PrometheusError(f"an answer exceeded {human_bytes(exc.limit)} (the bound for one "
                                       "response)") from None
-            except (BodyTimeout, self._urllib3.exceptions.HTTPError, OSError) as exc:
+            except self._api_error:
+                if self.last_status in RETRYABLE:
+                    self._wait(attempt, self.last_headers, f"HTTP {self.last_status}")
+                    continue
+                raise PrometheusError(_error_text(self.last_status, self.prom.last_body)) from None
+            except (BodyTimeout, self._requests.exceptions.ConnectionError, self._requests.exceptions.Timeout,
+                    OSError) as exc:
                 if attempt > CONNECT_RETRIES:
                     raise PrometheusError(f"cannot query Prometheus: {_short(exc)}") from None
                 self._wait(attempt, None, _short(exc))
                 continue
-            if resp.status in RETRYABLE:
-                self._wait(attempt, dict(resp.headers), f"HTTP {resp.status}")
-                continue
-            return _matrix(resp.status, body)
+            except self._requests.exceptions.TooManyRedirects:
+                raise PrometheusError(f"HTTP {self.last_status}: Prometheus answered with a redirect (give the "
+                                      "final URL as --prometheus-url)") from None
+            except self._requests.exceptions.RequestException as exc:
+                raise PrometheusError(f"cannot query Prometheus: {_short(exc)}") from None
+            except (ValueError, KeyError, TypeError):
+                raise PrometheusError(f"HTTP {self.last_status}: the answer is not a Prometheus query result") \
+                    from None
+            return data if isinstance(data, list) else []
 
     def _wait(self, attempt: int, headers: dict[str, str] | None, why: str) -> None:
         asked = retry_after(headers)
@@ -263,19 +284,35 @@ class _Client:
         self.sleep(delay)
 
 
-def _matrix(status: int, body: bytes) -> list[Any]:
+def _bounded_adapter(client: _Client) -> Any:
+    """A requests transport adapter that reads every body within the deadline and the size bound."""
+    from requests.adapters import HTTPAdapter
+
+    class BoundedAdapter(HTTPAdapter):
+        def send(self, request: Any, stream: bool = False, timeout: Any = None, verify: Any = True,
+                 cert: Any = None, proxies: Any = None) -> Any:
+            response = super().send(request, stream=True, timeout=timeout, verify=verify, cert=cert,
+                                    proxies=proxies)
+            client.last_status, client.last_headers = response.status_code, dict(response.headers)
+            body = read_body(response.raw, deadline=client.clock() + min(client.request_timeout,
+                                                                         client.deadline - client.clock()),
+                             max_bytes=MAX_BODY_BYTES, clock=client.clock)
+            response._content = body
+            response._content_consumed = True
+            client.prom.last_body = body
+            return response
+
+    return BoundedAdapter(max_retries=0)
+
+
+def _error_text(status: int, body: bytes) -> str:
+    """Prometheus' own error text from a failed answer (JSON ``error``), one line."""
     try:
         doc = json.loads(body)
     except ValueError:
-        raise PrometheusError(f"HTTP {status}: the answer is not JSON") from None
-    if not isinstance(doc, dict):
-        raise PrometheusError(f"HTTP {status}: the answer is not a JSON object")
-    if status != 200 or doc.get("status") != "success":
-        detail = doc.get("error") or doc.get("errorType") or "query failed"
-        raise PrometheusError(f"HTTP {status}: {_short(Exception(str(detail)))}")
-    data = doc.get("data") or {}
-    result = data.get("result") if isinstance(data, dict) else None
-    return result if isinstance(result, list) else []
+        return f"HTTP {status}: the answer is not JSON"
+    detail = (doc.get("error") or doc.get("errorType") if isinstance(doc, dict) else None) or "query failed"
+    return f"HTTP {status}: {_short(Exception(str(detail)))}"
 
 
 def _float(v: Any) -> float:

@@ -143,3 +143,27 @@ def test_bearer_token_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "X-Scope-OrgID": "team-a", "Authorization": "Bearer tok-123"}
     explicit = LiveOptions(prometheus_headers={"Authorization": "Basic abc"})
     assert prometheus_headers(explicit) == {"Authorization": "Basic abc"}
+
+
+def test_collector_queries_through_prometheus_api_client(prometheus_url: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector speaks to Prometheus through prometheus-api-client (with its transport bounded), and
+    its answer equals what the client returns when asked directly."""
+    from prometheus_api_client import PrometheusConnect
+
+    calls: list[str] = []
+    original = PrometheusConnect.custom_query_range
+
+    def spy(self: PrometheusConnect, query: str, *args: object, **kwargs: object) -> object:
+        calls.append(query)
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(PrometheusConnect, "custom_query_range", spy)
+    result = collect_metrics(options(prometheus_url), NOW - timedelta(hours=2), NOW, names=["kueue_pending_workloads"])
+    assert calls == ['{__name__=~"kueue_pending_workloads"}'] and result.errors == []
+    direct = PrometheusConnect(url=prometheus_url).custom_query_range(
+        "kueue_pending_workloads", NOW - timedelta(hours=2), NOW, "60s")
+    want = {tuple(sorted((k, v) for k, v in s["metric"].items() if k != "__name__")): len(s["values"])
+            for s in direct}
+    got = {s.labels: len(s.points) for s in parse_metrics(result.files).select("kueue_pending_workloads")}
+    assert got == want and want
