@@ -9,6 +9,7 @@ import pytest
 
 from kueuediag.analysis.messages import (
     CatalogEntry,
+    api_rejection,
     catalog,
     catalog_versions,
     classify,
@@ -143,3 +144,20 @@ def test_eviction_message_carried_by_quota_reserved_and_requeued() -> None:
 )
 def test_rejected_checks_in_every_wording(message: str, names: list[str]) -> None:
     assert rejected_checks(message) == names
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "name"),
+    [
+        ('admission webhook "jobs.policy.example.com" denied the request: only at night', "admission webhook",
+         "jobs.policy.example.com"),
+        ('pods "p" is forbidden: violates PodSecurity "restricted:latest": privileged', "PodSecurity",
+         'violates PodSecurity "restricted:latest"'),
+        ("Job.batch \"train\" is invalid: spec.template: Invalid value: ...: field is immutable", "immutable field",
+         "field is immutable"),
+    ],
+)
+def test_api_rejection_of_kueues_own_writes(text: str, kind: str, name: str) -> None:
+    rej = api_rejection(text)
+    assert rej is not None and (rej.kind, rej.name) == (kind, name)
+    assert api_rejection("Operation cannot be fulfilled on jobs.batch: the object has been modified") is None

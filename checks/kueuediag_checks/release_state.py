@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +18,7 @@ from kueuediag.analysis.capacity import (
     short_in_total,
     topology_assignment,
 )
-from kueuediag.analysis.messages import ReasonKind
+from kueuediag.analysis.messages import ReasonKind, Rejection, api_rejection
 from kueuediag.analysis.scheduling import (
     IMAGE_PULL_REASONS,
     ImagePullFailure,
@@ -41,6 +42,7 @@ from kueuediag.snapshot.kueue import (
     nodes,
     workload_pods,
 )
+from kueuediag.snapshot.logs import log_lines
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration, parse_time_lenient
@@ -109,7 +111,9 @@ class ReleaseState(Check):
         namespace ResourceQuota) → `pods-not-starting`. Scheduling gates Kueue did not add (anything other than
         `kueue.x-k8s.io/admission`, `kueue.x-k8s.io/topology`, `kueue.x-k8s.io/elastic-job`) →
         `foreign-scheduling-gate`, naming who added the gate from the pod's managedFields: Kueue only removes
-        its own gates.
+        its own gates. When the controller log or an event shows the API server refusing Kueue's unsuspend or
+        ungate (admission webhook, ValidatingAdmissionPolicy, PodSecurity, SCC, immutable field, RBAC), the
+        gate-not-removed finding cites that line and points at the policy, not at a stuck controller.
         A pending (not admitted) workload whose pods are gated or whose job is suspended is normal: clear.
 
     Why the workload stays pending:
@@ -164,7 +168,7 @@ class ReleaseState(Check):
                 return CheckResult.not_applicable(
                     f"admitted {human_duration(age)} ago: Kueue is still releasing the pods (grace "
                     f"{self.opts['grace_seconds']}s)")
-            return CheckResult.fired([self._not_released(w, held, age), *foreign])
+            return CheckResult.fired([self._not_released(snapshot, w, held, age), *foreign])
         findings: list[Finding] = list(foreign)
         pending = [p for p in pods if not p.node and not p.terminating]
         scheds = [s for s in (pod_scheduling(snapshot, p) for p in pending) if s.failure is not None]
@@ -233,8 +237,9 @@ class ReleaseState(Check):
         )]
 
     # --- not released ----------------------------------------------------------------------------------------
-    def _not_released(self, w: WorkloadView, held: list[HeldBy], age: float | None) -> Finding:
+    def _not_released(self, snap: Snapshot, w: WorkloadView, held: list[HeldBy], age: float | None) -> Finding:
         first = held[0]
+        denied = _denied_release(snap, w, held)
         when = f" {human_duration(age)} ago" if age is not None else ""
         what = (f"pod {first.name} still carries scheduling gate {first.gate}" if first.gate
                 else f"{first.kind} {first.name} still has {first.field}=true")
@@ -267,6 +272,27 @@ class ReleaseState(Check):
             evidence.append(ev("object", h.observed, kind=h.kind, name=h.name, namespace=h.namespace, field=h.field,
                                expected="no Kueue scheduling gate" if h.gate else "false"))
         job = f"{first.kind.lower()}/{first.name}" if not first.gate else f"pod/{first.name}"
+        if denied is not None:
+            rej, line, src = denied
+            action = "remove the scheduling gate from" if first.gate else f"set {first.field}=false on"
+            title = f"admitted{when} but the API server rejects Kueue's release: {rej.kind} {rej.name}"
+            message = (f"The Workload {w.namespace}/{w.name} has been admitted by ClusterQueue {w.admission_cq}"
+                       f"{when}, and Kueue tried to {action} {job}, but the API server refused the update "
+                       f"({rej.kind} {rej.name}{': ' + rej.why if rej.why else ''}). Kueue is not stuck: a policy "
+                       "outside Kueue blocks the release, and Kueue retries with backoff while the quota stays taken.")
+            evidence.append(ev(src, line, kind=first.kind, name=first.name, namespace=first.namespace,
+                               field="update by kueue-controller-manager", expected="accepted"))
+            return self.finding(
+                CauseSlug.GATE_NOT_REMOVED, title, message, evidence=evidence,
+                remediation=[
+                    f"Fix the {rej.kind} ({rej.name}) so it admits Kueue's update of {job}: exempt the "
+                    "kueue-controller-manager service account, or change the rule"
+                    + (f" ({rej.why})" if rej.why else "") + ".",
+                    "Restarting Kueue will not help: the API server refuses the write itself.",
+                ],
+                data={"held": [h.name for h in held], "gates": sorted({h.gate for h in held if h.gate}),
+                      "admitted_seconds_ago": round(age) if age is not None else None,
+                      "rejected_by": f"{rej.kind} {rej.name}"})
         remediation = [
             "Read the Kueue controller log for this job: `kubectl -n kueue-system logs "
             f"deploy/kueue-controller-manager | grep {w.name}` (raise `--zap-log-level` to 5 if nothing shows); "
@@ -489,6 +515,27 @@ class ReleaseState(Check):
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _denied_release(snap: Snapshot, w: WorkloadView, held: list[HeldBy]) -> tuple[Rejection, str, str] | None:
+    """The newest controller log line or event saying the API server refused Kueue's update of a held object."""
+    names = {h.name for h in held}
+    found: tuple[Rejection, str, str] | None = None
+    for ln in log_lines(snap):
+        text = f"{ln.msg} {ln.error}"
+        if not any(re.search(rf"\b{re.escape(n)}\b", ln.raw) for n in names | {w.name}):
+            continue
+        rej = api_rejection(text)
+        if rej is not None:
+            found = (rej, f"{ln.file}:{ln.lineno}: {ln.msg}: {ln.error}".rstrip(": "), "log")
+    if found is not None:
+        return found
+    for h in held:
+        for e in events_for(snap, h.kind, h.namespace or w.namespace, h.name):
+            rej = api_rejection(e.message)
+            if rej is not None:
+                found = (rej, f"{e.reason}: {e.message}", "event")
+    return found
 
 
 def _owner(snap: Snapshot, w: WorkloadView, target: Target) -> dict[str, Any] | None:

@@ -495,3 +495,37 @@ def parse_cq_inactive_message(message: str) -> dict[str, list[str]]:
             names = m.groupdict().get("names")
             out[kind] = [n.strip() for n in names.split(",")] if names else []
     return out
+
+
+# --- the API server refusing Kueue's own writes ---------------------------------------------------------------
+
+_REJECTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("admission webhook", re.compile(r"admission webhook \"(?P<name>[^\"]+)\" denied the request(?::\s*(?P<why>.*))?")),
+    ("admission policy", re.compile(
+        r"ValidatingAdmissionPolicy '(?P<name>[^']+)'[^:]*denied request(?::\s*(?P<why>.*))?")),
+    ("PodSecurity", re.compile(r"(?P<name>violates PodSecurity \"[^\"]+\")(?::\s*(?P<why>.*))?")),
+    ("SecurityContextConstraints", re.compile(
+        r"(?P<name>unable to validate against any security context constraint)(?::\s*(?P<why>.*))?")),
+    ("immutable field", re.compile(r"(?P<name>field is immutable)")),
+    ("RBAC", re.compile(r"(?P<name>is forbidden: User \"[^\"]+\" cannot [a-z]+ resource \"[^\"]+\")")),
+)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """The API server refused a write: who refused it and why, as the error text says."""
+
+    kind: str
+    """admission webhook | admission policy | PodSecurity | SecurityContextConstraints | immutable field | RBAC"""
+    name: str
+    why: str
+
+
+def api_rejection(text: str) -> Rejection | None:
+    """Recognise an API-server refusal in an error or event message (None when the text is something else)."""
+    for kind, pattern in _REJECTIONS:
+        m = pattern.search(text or "")
+        if m:
+            gd = m.groupdict()
+            return Rejection(kind, gd.get("name") or "", (gd.get("why") or "").strip())
+    return None
