@@ -77,6 +77,8 @@ def test_junk_in_the_target_cluster_queue_blinds_the_quota_checks(tmp_path: Path
     assert any(line.startswith("KD101 guarantee-violation could not check — " + bad) for line in verdict["unseen"])
     assert "diagnosis incomplete" in verdict["headline"] and "KD101 guarantee-violation" in verdict["headline"]
     assert bad in verdict["headline"]
+    text = CliRunner().invoke(build_app(), ["why", *TARGET, "--from", str(root)]).stdout
+    assert "VERDICT diagnosis incomplete  (unknown)" in text and "diagnosis incomplete — could not check" in text
 
 
 def test_junk_in_the_target_workload_is_exit_2_however_it_is_named(tmp_path: Path) -> None:

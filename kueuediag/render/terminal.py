@@ -105,12 +105,14 @@ class _Screen:
         top = v.primary
         layer_style = _LAYER_STYLE.get(v.layer.value, "")
         self.rule("kueuediag why")
-        plain = BY_SLUG[v.cause].title if v.cause in BY_SLUG else "no check found a cause"
+        incomplete = v.cause == "unknown" and top is not None  # only context found while relevant checks were blind
+        plain = BY_SLUG[v.cause].title if v.cause in BY_SLUG else (
+            "diagnosis incomplete" if incomplete else "no check found a cause")
         layer = f" · {v.layer.value} layer" if v.layer.value != "none" else ""
         self.console.print(self.parts(("VERDICT ", "bold"), (plain, f"bold {layer_style}"),
                                       (f"  ({v.cause}{layer})", layer_style)))
         if top is not None:
-            self.text(top.finding.title, "bold")
+            self.text(v.headline if incomplete else top.finding.title, "bold")
         self.text(self._who_line())
         conf = confidence_line(v)
         self.text(conf, "yellow" if v.unseen else "dim")
