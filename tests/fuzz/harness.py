@@ -79,10 +79,24 @@ def materialise(m: Mutant, into: Path) -> Path:
     return root
 
 
+def _address_space_bytes() -> int:
+    """This process's current virtual address space (VmSize), 0 when /proc is not there."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def _child(argv: list[str], out_fd: int, err_fd: int, mem_bytes: int, timeout: float, encoding: str) -> None:
     code = 70
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+        # bound the growth, not the total: the child inherits the parent's address space (a long pytest run
+        # that has loaded hundreds of snapshots can be past any fixed limit before the child does anything)
+        limit = _address_space_bytes() + mem_bytes
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         signal.alarm(int(timeout) + 5)
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
@@ -109,7 +123,8 @@ def _child(argv: list[str], out_fd: int, err_fd: int, mem_bytes: int, timeout: f
 
 
 def run_cli(argv: list[str], timeout: float = 20.0, mem_bytes: int = 2 << 30, encoding: str = "utf-8") -> Outcome:
-    """Run ``kueuediag ARGV`` in a forked child; kill it after ``timeout`` seconds."""
+    """Run ``kueuediag ARGV`` in a forked child; kill it after ``timeout`` seconds or when it grows by more
+    than ``mem_bytes`` of address space."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         pid = os.fork()
