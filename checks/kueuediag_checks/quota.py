@@ -750,10 +750,9 @@ class QuotaCheck(Check):
         view = kueue_index(snap).cluster_queues[cq]
         out = [
             # Workloads are custom resources: the API server field-selects them only by metadata.name and
-            # metadata.namespace, so the ClusterQueue filter happens client-side.
-            f"Wait for running workloads of ClusterQueue {cq} to finish (kubectl get workloads -A -o "
-            f"custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,"
-            f"CLUSTERQUEUE:.status.admission.clusterQueue | awk 'NR==1 || $3==\"{cq}\"')."
+            # metadata.namespace, so the ClusterQueue filter happens client-side, on the "Reserved in" column.
+            f"Wait for running workloads of ClusterQueue {cq} to finish "
+            f"(kubectl get workloads -A | awk 'NR==1 || $4==\"{cq}\"')."
         ]
         within = view.preemption.get("withinClusterQueue") or "Never"
         reclaim = view.preemption.get("reclaimWithinCohort") or "Never"
