@@ -13,7 +13,8 @@ one machine, so the ratios between them hold even when the machine is busy:
   health           ``kueuediag health --from DIR -A -o json``                (when the command exists)
   all-pending      ``kueuediag health --from DIR -A --all-pending -o jsonl`` (when the command exists)
   per target       ms per pending target inside one process (the snapshot loaded once), at several scales
-  cold start       ``kueuediag --help``, ``kueuediag checks``, ``why`` on the smallest bundled example
+  cold start       ``kueuediag --help``, ``why --help``, ``checks``, ``why`` on the smallest bundled example
+                   (CPU user + sys, and wall)
   live             ``why`` and ``snapshot -A`` against the local test API server serving the snapshot
                    (requests, bytes transferred, wall time)
 
@@ -74,6 +75,8 @@ class Run:
     seconds: float
     rss_mib: float
     stdout: str
+    cpu: float = 0.0
+    """user + system CPU seconds of the process itself (from wait4): what the machine's neighbours do not inflate"""
 
 
 def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence[int] = (0, 1)) -> Run:
@@ -89,12 +92,12 @@ def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence
         if proc.returncode not in ok:
             sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err.decode(errors='replace')[-2000:]}")
         out.seek(0)
-        return Run(elapsed, usage.ru_maxrss / 1024, out.read().decode())
+        return Run(elapsed, usage.ru_maxrss / 1024, out.read().decode(), usage.ru_utime + usage.ru_stime)
 
 
 def best(cmd: Sequence[str], repeat: int, env: dict[str, str] | None = None) -> Run:
     runs = [run_once(cmd, env) for _ in range(repeat)]
-    return Run(min(r.seconds for r in runs), max(r.rss_mib for r in runs), runs[-1].stdout)
+    return Run(min(r.seconds for r in runs), max(r.rss_mib for r in runs), runs[-1].stdout, min(r.cpu for r in runs))
 
 
 def snapshot_bytes(snap: Path) -> int:
@@ -159,15 +162,35 @@ def per_target_ms(snap: Path, count: int) -> tuple[int, float]:
     return doc["targets"], 1000 * doc["seconds"] / max(doc["targets"], 1)
 
 
+COLD_START_TARGET = 0.3
+"""seconds, for each cold-start command (issue 11)"""
+
+
 def cold_start(repeat: int) -> None:
+    """A fresh process per run, best of at least 5: CPU (user + sys, the figure the targets are judged on) and wall.
+
+    Byte-code caching is forced on (a warm-up run writes the caches), as in an installed package: with
+    PYTHONDONTWRITEBYTECODE set, every run would compile every module it imports.
+    """
     from kueuediag.examples import list_examples  # noqa: PLC0415 - only the bench needs it
 
     smallest = min(list_examples(), key=lambda e: e.path.stat().st_size)
-    help_ = best(kd("--help"), max(repeat, 5))
-    checks = best(kd("checks"), max(repeat, 5))
-    why = best(kd("demo", smallest.name), max(repeat, 5))
-    print(f"cold start      --help {help_.seconds:.3f} s, checks {checks.seconds:.3f} s, "
-          f"why on example {smallest.name} {why.seconds:.3f} s (targets ≤ 0.300 s)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["NO_COLOR"] = "1"
+    commands = {
+        "--help": kd("--help"),
+        "why --help": kd("why", "--help"),
+        "checks": kd("checks"),
+        f"why on example {smallest.name}": kd("why", smallest.target, *(["-n", smallest.namespace]
+                                                                           if smallest.namespace else []),
+                                               "--from", f"example:{smallest.name}", "-o", "json"),
+    }
+    for label, cmd in commands.items():
+        run_once(cmd, env)  # warm-up: writes the byte-code caches
+        run = best(cmd, max(repeat, 5), env)
+        verdict = "ok" if run.cpu <= COLD_START_TARGET else "OVER"
+        print(f"cold start      {run.cpu:9.3f} s CPU {run.seconds:6.3f} s wall   {label}  "
+              f"(target ≤ {COLD_START_TARGET:.3f} s: {verdict})")
 
 
 def measure_live(snap: Path, repeat: int) -> None:

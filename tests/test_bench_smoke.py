@@ -46,5 +46,8 @@ def test_bench_smoke_run_reports_every_figure(tmp_path: Path) -> None:
     why = re.search(r"^why +\d+\.\d+ s +(\d+\.\d+)× .*peak RSS +\d+ MiB .*verdict (\S+)", out, re.M)
     assert why, out
     assert why.group(2) not in ("unknown", "not-pending"), out  # the bench target is a pending workload
-    assert re.search(r"^cold start +--help \d\.\d+ s, checks \d+\.\d+ s, why on example \S+ \d+\.\d+ s", out, re.M)
+    cold = dict((label, float(cpu)) for cpu, label in
+                re.findall(r"^cold start +(\d+\.\d+) s CPU +\d+\.\d+ s wall +(.+?)  \(target", out, re.M))
+    assert set(cold) == {"--help", "why --help", "checks", "why on example fair-sharing-anomaly"}, out
+    assert all(cpu > 0 for cpu in cold.values()), out
     assert re.search(r"^per target +\d+\.\d ms", out, re.M), out

@@ -17,10 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cache
-from importlib import resources
 from typing import Any
-
-import yaml
 
 from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.health import controller_pods, shares_quota_with, zombie_pods
@@ -45,6 +42,7 @@ from kueuediag.snapshot.kueue import (
 from kueuediag.snapshot.logs import LogLine, log_lines
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.timeutil import format_rfc3339, human_duration
+from kueuediag.yamlload import bundled_yaml
 
 EFFECTS = ("blocks-admission", "holds-quota", "ordering", "message-only")
 """What the bug does to a pending workload: keeps it from being admitted, keeps quota held by others, changes the
@@ -195,8 +193,7 @@ def _issue(raw: dict[str, Any]) -> KnownIssue:
 @cache
 def known_issues() -> tuple[KnownIssue, ...]:
     """The table, loaded once (a malformed table is a bug in kueuediag: it raises)."""
-    text = resources.files("kueuediag").joinpath("data/known_issues.yaml").read_text(encoding="utf-8")
-    doc = yaml.safe_load(text)
+    doc = bundled_yaml("known_issues.yaml")
     out = tuple(_issue(raw) for raw in doc["issues"])
     ids = [i.id for i in out]
     dup = {i for i in ids if ids.count(i) > 1}

@@ -8,8 +8,10 @@ snapshot-only runs stay fast. The same app runs as `kueuediag` and as the kubect
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from kueuediag import __version__
 
@@ -25,8 +27,26 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+class _RootGroup(TyperGroup):
+    """The root command group; its flags that were given no value read as False instead of None.
+
+    Typer (0.2x) coerces an option's missing value through a pydantic TypeAdapter unless the value is already a
+    bool. The root group's `--help`, `--install-completion` and `--show-completion` are flags without a default,
+    so every run of every subcommand built adapters for them and imported pydantic: a third of
+    `kueuediag why --help`'s time. A flag's default of False means the same thing and is not coerced.
+    """
+
+    def get_params(self, ctx: Any) -> list[Any]:  # click.Context (vendored by recent Typer)
+        params: list[Any] = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.default is None:
+                param.default = False
+        return params
+
+
 def build_app() -> typer.Typer:
     app = typer.Typer(
+        cls=_RootGroup,
         name="kueuediag",
         help="Why is my Kueue workload pending? A ranked, evidence-backed verdict from a snapshot or a live cluster.",
         no_args_is_help=True,

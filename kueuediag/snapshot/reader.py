@@ -24,6 +24,7 @@ import yaml
 
 from kueuediag.errors import InputError, clip, shown
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, FLAG_NAMES, Limits
+from kueuediag.yamlload import FAST_SAFE_LOADER
 
 FORMAT = "kueuediag-snapshot/v1"
 OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -31,10 +32,6 @@ METRIC_SUFFIXES = (".om", ".txt", ".prom")
 LOG_SUFFIXES = (".log", ".txt", ".jsonl")
 LAYOUT_TOPS = ("objects", "metrics", "logs")
 
-try:  # libyaml is ~10x faster; fall back to the pure-Python loader.
-    _YamlLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _YamlLoader = yaml.SafeLoader
 
 _ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s\[\]{},]")
 _PARSE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, yaml.YAMLError)
@@ -362,7 +359,7 @@ def parse_objects(rel: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> lis
         try:
             if "&" in text and _ANCHOR.search(text):
                 _check_aliases(rel, text, limits.max_alias_nodes)
-            docs = list(yaml.load_all(text, Loader=_YamlLoader))
+            docs = list(yaml.load_all(text, Loader=FAST_SAFE_LOADER))
         except InputError:
             raise
         except _PARSE_ERRORS as exc:
@@ -382,7 +379,7 @@ def _check_aliases(rel: str, text: str, limit: int) -> None:
 
     The composed node graph shares aliased nodes, so its expanded size is computed in time linear in the graph.
     """
-    for doc in yaml.compose_all(text, Loader=_YamlLoader):
+    for doc in yaml.compose_all(text, Loader=FAST_SAFE_LOADER):
         if doc is None:
             continue
         sizes: dict[int, int] = {}
