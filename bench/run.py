@@ -204,11 +204,11 @@ def measure_live(snap: Path, repeat: int) -> None:
             self.sent = 0
             self.count_lock = threading.Lock()
 
-        def handle(self, method: str, raw_path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
-            status, hdrs, body = super().handle(method, raw_path, headers)
+        def handle(self, method: str, raw_path: str, headers: dict[str, str]) -> Any:
+            status, hdrs, body, *delivery = super().handle(method, raw_path, headers)
             with self.count_lock:
                 self.sent += len(body)
-            return status, hdrs, body
+            return (status, hdrs, body, *delivery)
 
     objects = [item for p in sorted((snap / "objects").glob("*.json")) for item in json.loads(p.read_bytes())["items"]]
     logs = {"kueue-system/kueue-controller-manager": "".join(
