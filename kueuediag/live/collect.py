@@ -40,7 +40,7 @@ from kueuediag.live.kube import (
     resource_path,
 )
 from kueuediag.live.options import LiveOptions
-from kueuediag.live.sanitize import sanitize_log, sanitize_metrics, sanitize_object
+from kueuediag.live.sanitize import sanitize_log, sanitize_metrics, sanitize_owned_object
 from kueuediag.snapshot.model import DROPPED_KINDS
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
@@ -91,7 +91,7 @@ class Collector:
             if obj.get("kind") == "Secret":
                 continue
             key = (str(obj["kind"]), meta.get("namespace"), str(meta["name"]))
-            self.objects[key] = sanitize_object(obj)
+            self.objects[key] = sanitize_owned_object(obj)  # freshly decoded: ours to sanitize in place
 
     def error(self, what: str, error: str) -> None:
         entry = {"what": what, "error": error}

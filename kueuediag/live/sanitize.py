@@ -18,7 +18,7 @@ shell scripts inside ``sh -c``), in controller log lines and in metric label val
 (``Authorization: …`` headers) and credentials in URLs (``scheme://user:password@``).
 
 Resource requests, node selectors, tolerations, affinities, labels and conditions are kept: the diagnosis
-needs them. Sanitizing never mutates its input.
+needs them. `sanitize_object` never mutates its input; `sanitize_owned_object` sanitizes in place.
 """
 
 from __future__ import annotations
@@ -164,7 +164,12 @@ def _sanitize_pod_spec(spec: Any) -> None:
 
 
 def _walk(node: Any, key: str | None = None, depth: int = 0) -> Any:
-    """Sanitize in place by structure (pod specs, metadata anywhere) and scrub every free-text string."""
+    """Sanitize in place by structure (pod specs, metadata anywhere) and scrub every free-text string.
+
+    Values are replaced in place (a dict's keys never change while it is walked); only strings that the cheap
+    `_TRIGGER` pre-filter matches reach the scrubbers. A live collection walks every string of every object it
+    keeps, so this loop is a large part of its CPU time.
+    """
     if depth > 40:
         return node
     if isinstance(node, dict):
@@ -172,13 +177,21 @@ def _walk(node: Any, key: str | None = None, depth: int = 0) -> Any:
             _sanitize_pod_spec(node)
         if isinstance(node.get("annotations"), dict) or isinstance(node.get("labels"), dict):
             sanitize_metadata(node)
-        for k, v in list(node.items()):
-            if k in ("annotations", "labels"):
-                continue  # done by sanitize_metadata
-            node[k] = _walk(v, k, depth + 1)
+        for k, v in node.items():
+            if isinstance(v, str):
+                if k not in _NOT_FREE_TEXT and _TRIGGER.search(v):
+                    node[k] = scrub_text(v)
+            elif isinstance(v, (dict, list)) and k not in ("annotations", "labels"):  # those: sanitize_metadata
+                node[k] = _walk(v, k, depth + 1)
         return node
     if isinstance(node, list):
-        return [_walk(item, key, depth + 1) for item in node]
+        for i, item in enumerate(node):
+            if isinstance(item, str):
+                if key not in _NOT_FREE_TEXT and _TRIGGER.search(item):
+                    node[i] = scrub_text(item)
+            elif isinstance(item, (dict, list)):
+                node[i] = _walk(item, key, depth + 1)
+        return node
     if isinstance(node, str) and key not in _NOT_FREE_TEXT:
         return scrub_text(node)
     return node
@@ -215,7 +228,15 @@ def _secret_key(key: str) -> bool:
 
 def sanitize_object(obj: dict[str, Any]) -> dict[str, Any]:
     """A sanitized deep copy of one Kubernetes object."""
-    out = copy.deepcopy(obj)
+    return sanitize_owned_object(copy.deepcopy(obj))
+
+
+def sanitize_owned_object(out: dict[str, Any]) -> dict[str, Any]:
+    """Sanitize an object the caller owns, in place, and return it.
+
+    For objects nobody else holds (the collector's, freshly decoded from the API's JSON): the deep copy
+    `sanitize_object` makes was as expensive as the sanitizing itself.
+    """
     kind = out.get("kind")
     if kind == "ConfigMap":
         for key in ("data", "binaryData"):
