@@ -38,6 +38,10 @@ from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+GZIP_LEVEL = 6
+"""gzip's own default: half the CPU of tarfile's level 9 on a large snapshot, for an archive about 3 % larger"""
+
+
 def _json_value(value: Any) -> Any:
     """YAML-read objects carry timestamps as datetimes: write them back as Kubernetes writes them (RFC 3339)."""
     if isinstance(value, datetime):
@@ -139,7 +143,7 @@ def _write_tar(p: Path, files: dict[str, bytes]) -> None:
     now = int(time.time())
     fd, tmp_name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".partial")  # unique, mode 0600
     try:
-        with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz") as tf:
+        with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz", compresslevel=GZIP_LEVEL) as tf:
             for rel, data in files.items():
                 info = tarfile.TarInfo(f"{top}/{rel}")
                 info.size = len(data)
