@@ -217,11 +217,21 @@ def generated_pages() -> dict[str, str]:
     return pages
 
 
+def generated_files() -> dict[str, str]:
+    """Every generated file, by path relative to the repository root: the docs pages and the built-in checks'
+    catalogue that `kueuediag checks` lists without importing them (kueuediag/data/checks.json)."""
+    from kueuediag.registry import CATALOGUE, builtin, catalogue_text
+
+    files = {f"docs/{rel}": text for rel, text in generated_pages().items()}
+    files[f"kueuediag/data/{CATALOGUE}"] = catalogue_text(builtin())
+    return files
+
+
 def main() -> None:  # pragma: no cover - exercised via the docs staleness test
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent / "docs"
-    for rel, text in generated_pages().items():
+    root = Path(__file__).resolve().parent.parent
+    for rel, text in generated_files().items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

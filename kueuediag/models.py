@@ -88,7 +88,7 @@ class Outcome(str, Enum):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ObjectRef(_Frozen):

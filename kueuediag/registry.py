@@ -14,15 +14,20 @@ built-ins; two packages may not share a prefix.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kueuediag.check import BUILTIN_PREFIX, Check, validate_check_class
+if TYPE_CHECKING:  # imported where used: `kueuediag checks` lists the built-ins without loading the contract
+    from kueuediag.check import Check
 
 GROUP = "kueuediag.checks"
 BUILTIN_MODULE = "kueuediag_checks"
+CATALOGUE = "checks.json"
+"""the built-in checks' catalogue rows, under kueuediag/data/ (generated: `python -m kueuediag.docs`)"""
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,8 @@ class Discovery:
 
 
 def _expand(obj: Any) -> list[type[Check]]:
+    from kueuediag.check import Check
+
     if isinstance(obj, type) and issubclass(obj, Check):
         return [obj]
     if callable(obj):
@@ -66,6 +73,8 @@ def _is_builtin(cls: type[Check]) -> bool:
 
 def _admit(cls: type[Check], dist: str, by_code: dict[str, type[Check]], prefixes: dict[str, str]) -> None:
     """Validate one class against the contract and what is already registered; register its causes."""
+    from kueuediag.check import BUILTIN_PREFIX, validate_check_class
+
     validate_check_class(cls)
     builtin = _is_builtin(cls)
     prefix = cls.prefix()
@@ -92,6 +101,14 @@ def discover_all(builtin_only: bool = False) -> Discovery:
 
         for cls in builtin_checks():
             _admit(cls, "kueuediag", by_code, prefixes)
+    _load_entry_points(eps, found, by_code, prefixes)
+    found.classes = [by_code[c] for c in sorted(by_code)]
+    return found
+
+
+def _load_entry_points(eps: list[EntryPoint], found: Discovery, by_code: dict[str, type[Check]],
+                       prefixes: dict[str, str]) -> None:
+    """Load and admit each entry point's classes into `by_code`; a broken one goes to `found.errors`."""
     for ep in eps:
         dist = ep.dist.name if ep.dist is not None else ep.value.split(":")[0]
         try:
@@ -106,9 +123,46 @@ def discover_all(builtin_only: bool = False) -> Discovery:
         except ValueError as exc:
             found.errors.append(PluginError(ep.name, ep.value, str(exc)))
             continue
-        by_code = admitted
-    found.classes = [by_code[c] for c in sorted(by_code)]
-    return found
+        by_code.clear()
+        by_code.update(admitted)
+
+
+def catalogue_row(cls: type[Check]) -> dict[str, Any]:
+    """One check as `kueuediag checks` lists it (and as kueuediag/data/checks.json records the built-ins)."""
+    doc = cls.doc()
+    return {
+        "code": cls.code, "name": cls.name, "family": cls.family(),
+        "requires": [p.value for p in cls.requires], "needsWorkload": cls.needs_workload,
+        "defaultSeverity": cls.default_severity.label,
+        "summary": doc.get("summary", "").splitlines()[0] if doc.get("summary") else "",
+        "causes": [c.slug for c in cls.causes],
+    }
+
+
+def catalogue_text(classes: list[type[Check]]) -> str:
+    """The generated kueuediag/data/checks.json for these (built-in) classes."""
+    return json.dumps([catalogue_row(cls) for cls in classes], indent=2, ensure_ascii=False) + "\n"
+
+
+def describe_all() -> tuple[list[dict[str, Any]], list[PluginError]]:
+    """Every check's catalogue row, ordered by code, and the plugins left out: what `kueuediag checks` lists.
+
+    The built-ins come from kueuediag/data/checks.json, generated from their classes by
+    `python -m kueuediag.docs` (a test fails when it is stale), so listing them imports none of the checks, the
+    analyses or the result models: most of what made `kueuediag checks` slow to start. Plugins are loaded and
+    admitted as for a diagnosis, against the same reserved prefix.
+    """
+    text = resources.files("kueuediag").joinpath(f"data/{CATALOGUE}").read_text(encoding="utf-8")
+    rows: list[dict[str, Any]] = json.loads(text)
+    plugins = [ep for ep in entry_points(group=GROUP) if not ep.value.startswith(BUILTIN_MODULE)]
+    found = Discovery()
+    by_code: dict[str, type[Check]] = {}
+    if plugins:
+        from kueuediag.check import BUILTIN_PREFIX
+
+        _load_entry_points(plugins, found, by_code, {BUILTIN_PREFIX: "kueuediag"})
+    rows.extend(catalogue_row(cls) for cls in by_code.values())
+    return sorted(rows, key=lambda r: str(r["code"])), found.errors
 
 
 def discover() -> list[type[Check]]:

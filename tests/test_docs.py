@@ -9,18 +9,19 @@ import jsonschema
 from typer.testing import CliRunner
 
 from kueuediag.cli import build_app
-from kueuediag.docs import generated_pages
+from kueuediag.docs import generated_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_generated_docs_are_current() -> None:
+    """The docs pages and kueuediag/data/checks.json (the built-ins `kueuediag checks` lists)."""
     stale = []
-    for rel, text in generated_pages().items():
-        path = ROOT / "docs" / rel
+    for rel, text in generated_files().items():
+        path = ROOT / rel
         if not path.is_file() or path.read_text() != text:
             stale.append(rel)
-    assert not stale, f"stale generated docs {stale}: run `python -m kueuediag.docs`"
+    assert not stale, f"stale generated files {stale}: run `python -m kueuediag.docs`"
 
 
 def test_json_output_matches_schema() -> None:
