@@ -28,20 +28,54 @@ def _version(value: bool) -> None:
 
 
 class _RootGroup(TyperGroup):
-    """The root command group; its flags that were given no value read as False instead of None.
+    """The root command group: it spares every command's parameters Typer's pydantic coercion where it is moot.
 
-    Typer (0.2x) coerces an option's missing value through a pydantic TypeAdapter unless the value is already a
-    bool. The root group's `--help`, `--install-completion` and `--show-completion` are flags without a default,
-    so every run of every subcommand built adapters for them and imported pydantic: a third of
-    `kueuediag why --help`'s time. A flag's default of False means the same thing and is not coerced.
+    Typer (0.2x) coerces each parameter's value through a pydantic TypeAdapter (built per parameter, on every
+    run) unless the value is already a bool. The root group's `--help`, `--install-completion` and
+    `--show-completion` are flags without a default, so even `kueuediag why --help` built adapters for them and
+    imported pydantic (a third of its time); a `why` run built one per option, 0.1 s of a small diagnosis.
+    See `_spare_coercion`.
     """
 
     def get_params(self, ctx: Any) -> list[Any]:  # click.Context (vendored by recent Typer)
         params: list[Any] = super().get_params(ctx)
-        for param in params:
-            if getattr(param, "is_flag", False) and param.default is None:
-                param.default = False
+        _spare_coercion(params)
         return params
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _spare_coercion(command.get_params(ctx))
+        return command
+
+
+def _spare_coercion(params: list[Any]) -> None:
+    """Flags given no value read as False (not coerced at all), and plain `str` parameters pass their value
+    through unchanged — what pydantic's str validation does with the strings a command line holds.
+
+    Uses Typer's own pass-through coercion; with a Typer that has none (older or newer internals), the
+    parameters are left as they are and Typer coerces them as usual.
+    """
+    pass_through: Any = None
+    try:
+        from typer._coercion import PassThroughRuntimeParam
+
+        pass_through = PassThroughRuntimeParam
+    except ImportError:  # pragma: no cover - depends on the Typer version
+        pass
+    for param in params:
+        if getattr(param, "is_flag", False) and param.default is None:
+            param.default = False
+        desc = getattr(param, "type_descriptor", None)
+        if pass_through is None or desc is None or getattr(param, "_runtime_param", False) is not None:
+            continue
+        try:
+            plain = desc.annotation is str and not (desc.is_list or desc.is_tuple or desc.is_choice or desc.is_file
+                                                    or desc.is_path or desc.is_datetime)
+            if plain:
+                param._runtime_param = pass_through(annotation=str, parameter_info=desc.parameter_info)
+        except (AttributeError, TypeError):  # pragma: no cover - other Typer internals: leave it to Typer
+            continue
 
 
 def build_app() -> typer.Typer:
