@@ -178,3 +178,14 @@ def test_process_exit_skips_teardown_but_keeps_output_and_exit_codes(tmp_path: P
     bad = subprocess.run([*kd, "why", "job/x", "--from", str(tmp_path / "absent.tar.gz")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+
+
+@pytest.mark.parametrize("env, code", [({}, ExitCode.FINDINGS), ({"KUEUEDIAG_EXIT_ZERO": "1"}, ExitCode.OK)])
+def test_an_unset_flag_leaves_the_environment_setting_in_force(env: dict[str, str], code: ExitCode) -> None:
+    """`--exit-zero` not given is None ("not given"), not False: KUEUEDIAG_EXIT_ZERO applies (the CLI spares
+    flags Typer's coercion only where no command reads the value, see kueuediag.cli._spare_coercion)."""
+    args = ["why", "job/rlhf-ppo-70b-r3", "-n", "team-alignment", "--from", "example:fair-sharing-anomaly",
+            "--fail-on", "info", "-q"]
+    result = CliRunner().invoke(build_app(), args, env={"NO_COLOR": "1", **env})
+    assert result.exit_code == code, result.stderr
+    assert "rlhf-ppo-70b-r3 is pending" in result.stdout

@@ -50,8 +50,8 @@ class _RootGroup(TyperGroup):
 
 
 def _spare_coercion(params: list[Any]) -> None:
-    """Flags given no value read as False (not coerced at all), and plain `str` parameters pass their value
-    through unchanged — what pydantic's str validation does with the strings a command line holds.
+    """Unexposed flags given no value read as False (not coerced at all), and plain `str` parameters pass their
+    value through unchanged — what pydantic's str validation does with the strings a command line holds.
 
     Uses Typer's own pass-through coercion; with a Typer that has none (older or newer internals), the
     parameters are left as they are and Typer coerces them as usual.
@@ -64,7 +64,9 @@ def _spare_coercion(params: list[Any]) -> None:
     except ImportError:  # pragma: no cover - depends on the Typer version
         pass
     for param in params:
-        if getattr(param, "is_flag", False) and param.default is None:
+        # only flags whose value no command sees (--help, --install-completion: callbacks test it for truth);
+        # a command's own flags keep None, which the settings layering reads as "not given"
+        if getattr(param, "is_flag", False) and param.default is None and not param.expose_value:
             param.default = False
         desc = getattr(param, "type_descriptor", None)
         if pass_through is None or desc is None or getattr(param, "_runtime_param", False) is not None:
