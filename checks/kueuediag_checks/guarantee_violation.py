@@ -16,6 +16,7 @@ from kueuediag.analysis.guarantees import (
     quota_table,
     read_record,
     resource_pending_history,
+    stale_violations,
 )
 from kueuediag.analysis.quota_summary import cq_quotas
 from kueuediag.analysis.quota_tree import quota_tree, require_quota_tree
@@ -112,7 +113,7 @@ class GuaranteeViolation(Check):
         mine = next((v for v in violations if v.workload.uid == w.uid and v.workload.name == w.name), None)
         others = [v for v in violations if v is not mine]
         # only a stale record is a violation: capacity changed after Kueue wrote it and it did not re-evaluate
-        significant = [v for v in others if read_record(snapshot, v, churn_s).verdict == "stale"]
+        significant = [v for v in self.confirmed(snapshot) if v is not mine]
         data = self._data(snapshot, cq, others)
         ruled_out: list[Evidence] = []
         if mine is not None:
@@ -139,6 +140,11 @@ class GuaranteeViolation(Check):
             + f", and none of the {len(others)} other pending workload(s) that would fit has a stale record "
             f"older than {self.opts['churn_minutes']:g}m", kind="ClusterQueue", name=cq,
             field="spec.resourceGroups[].flavors[].resources[].nominalQuota - status.flavorsUsage"))
+
+    def confirmed(self, snapshot: Snapshot) -> list[Violation]:
+        """Every violation this check rules a `guarantee-violation` (a stale record older than `churn_minutes`),
+        longest first. `health` builds its queue tree column and gauge from it: one ruling, not two."""
+        return stale_violations(snapshot, float(self.opts["churn_minutes"]) * 60)
 
     # --- findings ----------------------------------------------------------------------------------------
     def severity_for(self, seconds: float | None) -> Severity:

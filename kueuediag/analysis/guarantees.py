@@ -519,3 +519,15 @@ def read_record(snap: Snapshot, v: Violation, requeue_seconds: float) -> RecordR
         return RecordReading("explained", record, explanation=f"Kueue records a reason that is not quota: "
                              f"`{other[0].text}` ({causes})")
     return RecordReading("disagree", record)
+
+
+def stale_violations(snap: Snapshot, requeue_seconds: float) -> list[Violation]:
+    """The guarantee violations whose Kueue record is stale (:func:`read_record` says ``stale`` for
+    ``requeue_seconds``), longest first (memoised): what KD101 reports as `guarantee-violation`.
+
+    A raw violation (:func:`guarantee_violations`) only says the model fits the workload in unused nominal
+    quota; this is the ruling. Callers take the threshold from KD101 (`GuaranteeViolation.confirmed`), so the
+    check, the health tree and its gauge never disagree about which waits are violations.
+    """
+    return snap.memo(("guarantees:stale", requeue_seconds), lambda: [
+        v for v in guarantee_violations(snap) if read_record(snap, v, requeue_seconds).verdict == "stale"])
