@@ -78,6 +78,9 @@ CASES = [
     Expect("kueue-13374-default-queue-in-unmanaged-namespace", "job/nightly-report", "analytics", "not-managed",
            "submission", ("outside managedJobsNamespaceSelector", "kueue.x-k8s.io/queue-name=default and "
                           "spec.suspend=true", "kueue#13374"), ("LocalQueue/default", "Job/nightly-report")),
+    Expect("kueue-3721-flavor-tolerations-ignored", "job/sample-job", "default", "no-matching-flavor", "submission",
+           ("untolerated taint key=value:NoExecute", "spec.tolerations of default-flavor tolerate its nodeTaints",
+            "since v0.10.0"), ("ResourceFlavor/default-flavor",)),
 ]
 
 

@@ -16,11 +16,11 @@ from functools import cache
 from pathlib import Path
 
 from kueuediag.analysis.health import controller_activity
-from kueuediag.snapshot.kueue import workloads
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.models import Verdict
 from kueuediag.registry import discover
+from kueuediag.snapshot.kueue import workloads
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 
