@@ -306,8 +306,8 @@ def test_evicted_holder_is_marked_only_once_its_job_is_stopped() -> None:
         objs = [o for o in _tree_objects() if o["metadata"]["name"] != "a-run1"]
         objs += [_evicted(_wl("a", "a-run1", "q", {GPU: "3"}, admitted_in="team-a"), "job-uid"),
                  _job("job-uid", suspended),
-                 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "other", "namespace": "kube-system",
-                                                                  "uid": "p0"}, "spec": {}, "status": {"phase": "Running"}}]
+                 {"apiVersion": "v1", "kind": "Pod", "spec": {}, "status": {"phase": "Running"},
+                  "metadata": {"name": "other", "namespace": "kube-system", "uid": "p0"}}]
         if pod_phase:
             objs.append({"apiVersion": "v1", "kind": "Pod",
                          "metadata": {"name": "job-x", "namespace": "a", "uid": "p1",
