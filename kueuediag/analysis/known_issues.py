@@ -17,10 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cache
-from importlib import resources
 from typing import Any
-
-import yaml
 
 from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.health import controller_pods, shares_quota_with, zombie_pods
@@ -29,6 +26,7 @@ from kueuediag.analysis.object_path import first_text, holds
 from kueuediag.analysis.preemption_victims import quota_holding_victims, victim_blocks
 from kueuediag.analysis.signatures import BY_ID, Signature, SignatureHit, scan, signature_hits
 from kueuediag.analysis.versions import Version, behaviour, gate_introduced, has_behaviour, parse_version, satisfies
+from kueuediag.datafile import data_yaml
 from kueuediag.models import Confidence, Evidence, Severity, ev
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.k8s import meta, required_node_terms
@@ -195,8 +193,7 @@ def _issue(raw: dict[str, Any]) -> KnownIssue:
 @cache
 def known_issues() -> tuple[KnownIssue, ...]:
     """The table, loaded once (a malformed table is a bug in kueuediag: it raises)."""
-    text = resources.files("kueuediag").joinpath("data/known_issues.yaml").read_text(encoding="utf-8")
-    doc = yaml.safe_load(text)
+    doc = data_yaml("known_issues.yaml")
     out = tuple(_issue(raw) for raw in doc["issues"])
     ids = [i.id for i in out]
     dup = {i for i in ids if ids.count(i) > 1}

@@ -18,12 +18,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 from typing import Any
 
-import yaml
-
 from kueuediag.analysis.versions import Version, parse_version
+from kueuediag.datafile import data_yaml
 from kueuediag.quantity import QuantityError, parse_quantity
 
 CATALOG_SCHEMA = "kueuediag/messages/v1"
@@ -178,8 +176,7 @@ def _entry(raw: dict[str, Any]) -> CatalogEntry:
 @cache
 def catalog() -> tuple[CatalogEntry, ...]:
     """Every catalogued message, in file order (loaded once)."""
-    text = resources.files("kueuediag").joinpath("data/messages.yaml").read_text(encoding="utf-8")
-    doc = yaml.safe_load(text)
+    doc = data_yaml("messages.yaml")
     if not isinstance(doc, dict) or doc.get("schema") != CATALOG_SCHEMA:
         raise ValueError(f"kueuediag/data/messages.yaml: schema is not {CATALOG_SCHEMA}")
     return tuple(_entry(raw) for raw in doc["entries"])
@@ -187,8 +184,7 @@ def catalog() -> tuple[CatalogEntry, ...]:
 
 @cache
 def catalog_versions() -> tuple[str, ...]:
-    text = resources.files("kueuediag").joinpath("data/messages.yaml").read_text(encoding="utf-8")
-    return tuple(str(v) for v in yaml.safe_load(text)["versions"])
+    return tuple(str(v) for v in data_yaml("messages.yaml")["versions"])
 
 
 def entry(entry_id: str) -> CatalogEntry:

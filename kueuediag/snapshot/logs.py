@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kueuediag import jsonload
 from kueuediag.snapshot.k8s import labels, meta
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.timeutil import parse_time_lenient
@@ -182,8 +183,8 @@ def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -
     stripped = body.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         try:
-            obj = json.loads(stripped)
-        except ValueError:
+            obj = jsonload.loads(stripped)
+        except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
             return _from_json(path, lineno, line, obj, prefix_ts)
@@ -228,8 +229,8 @@ def _from_console(path: str, lineno: int, raw: str, body: str) -> LogLine | None
     fields: dict[str, Any] = {}
     if len(rest) >= 2 and rest[-1].lstrip().startswith("{"):
         try:
-            decoded = json.loads(rest[-1])
-        except ValueError:
+            decoded = jsonload.loads(rest[-1])
+        except (ValueError, RecursionError):
             decoded = None
         if isinstance(decoded, dict):
             fields = decoded
