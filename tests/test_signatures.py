@@ -232,3 +232,25 @@ def test_line_index_answers_like_each_line() -> None:
         assert index.names_workload(ns, name) == bool(slow)
     for cq in {cq for ln in lines for cq in ln.cluster_queues} | {"no-such-cq"}:
         assert index.names_cluster_queue(cq) == any(ln.names_cluster_queue(cq) for ln in lines)
+
+
+@pytest.mark.parametrize("name", ["health-zombie-pod-group", "health-controller-crashloop", "health-logs-level2"])
+def test_hits_concerning_keeps_every_hit_that_names_the_target(name: str) -> None:
+    from pathlib import Path
+
+    from kueuediag.analysis.signatures import hits_concerning, signature_hits
+    from kueuediag.snapshot.loader import load_snapshot
+
+    snap = load_snapshot(str(Path(__file__).resolve().parent.parent / "fixtures" / "snapshots" / name))
+    hits = signature_hits(snap)
+    assert hits
+    names = {n for h in hits for ln in h.lines for _, n in ln.workloads} | {"no-such-workload"}
+    queues = {cq for h in hits for ln in h.lines for cq in ln.cluster_queues} | {"no-such-queue"}
+    for workload in names:
+        for cq in [*queues, None]:
+            subset = hits_concerning(snap, workload, cq)
+            assert subset == [h for h in hits if h in subset]  # library order kept
+            needed = [h for h in hits if h.signature.per != "workload" or h.index.names_workload(None, workload)
+                      or (cq is not None and h.index.names_cluster_queue(cq))]
+            assert all(h in subset for h in needed), (workload, cq)
+            assert all(h in needed or any(not ln.workloads for ln in h.lines) for h in subset), (workload, cq)

@@ -9,7 +9,7 @@ from kueuediag.analysis.signatures import (
     DECISIVE_MIN_VERBOSITY,
     SignatureHit,
     cause_for_reason,
-    signature_hits,
+    hits_concerning,
 )
 from kueuediag.causes import BY_SLUG, CauseSlug
 from kueuediag.check import Check
@@ -76,7 +76,7 @@ class LogPatterns(Check):
         cluster_wide: dict[str, list[SignatureHit]] = {}
         about_workload: dict[str, list[SignatureHit]] = {}
         in_queue: dict[str, list[SignatureHit]] = {}
-        for hit in signature_hits(snapshot):
+        for hit in hits_concerning(snapshot, w.name, cq):
             sig = hit.signature
             names_target = hit.index.names_workload(w.namespace, w.name)
             if sig.id == "evaluated-for-admission":

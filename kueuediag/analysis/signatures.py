@@ -394,3 +394,33 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
 def signature_hits(snap: Snapshot) -> list[SignatureHit]:
     """`scan` over the snapshot's logs (memoised)."""
     return snap.memo("log-signature-hits", lambda: scan(log_lines(snap)))
+
+
+def hits_concerning(snap: Snapshot, workload: str, cluster_queue: str | None) -> list[SignatureHit]:
+    """The hits (in `signature_hits` order) that may name a Workload called `workload` or `cluster_queue`, and
+    every hit not grouped per workload; the other hits cannot be about the target or its ClusterQueue.
+
+    Per-workload signatures give one hit per Workload: looking at this subset instead of all of them keeps a
+    target's cost independent of how many other Workloads the logs mention (`health --all-pending`).
+    """
+
+    def build() -> tuple[dict[str, list[int]], dict[str, list[int]], list[int]]:
+        by_workload: dict[str, list[int]] = defaultdict(list)
+        by_cq: dict[str, list[int]] = defaultdict(list)
+        always: list[int] = []
+        for i, hit in enumerate(signature_hits(snap)):
+            if hit.signature.per != "workload" or any(not ln.workloads for ln in hit.lines):
+                always.append(i)  # cluster-wide, or lines matched by the name as a word: always looked at
+                continue
+            for name in {n for ln in hit.lines for _, n in ln.workloads}:
+                by_workload[name].append(i)
+            for cq in {cq for ln in hit.lines for cq in ln.cluster_queues}:
+                by_cq[cq].append(i)
+        return dict(by_workload), dict(by_cq), always
+
+    by_workload, by_cq, always = snap.memo("log-signature-hits-by-name", build)
+    hits = signature_hits(snap)
+    picked = set(always) | set(by_workload.get(workload, ()))
+    if cluster_queue is not None:
+        picked |= set(by_cq.get(cluster_queue, ()))
+    return [hits[i] for i in sorted(picked)]

@@ -24,7 +24,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from kueuediag import jsonload
@@ -56,9 +56,12 @@ _CORE_KEYS = frozenset({
 })
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogLine:
-    """One line of a controller log, normalised across encoders."""
+    """One line of a controller log, normalised across encoders.
+
+    Slotted: a snapshot holds hundreds of thousands of lines, and a per-instance ``__dict__`` cost ~1 kB each.
+    """
 
     file: str
     lineno: int
@@ -78,17 +81,27 @@ class LogLine:
     error: str = ""
     stacktrace: str = ""
     fields: Mapping[str, Any] = field(default_factory=dict)
+    _refs: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] | None = field(default=None, init=False, repr=False,
+                                                                          compare=False)
 
-    @cached_property
+    def _named(self) -> tuple[tuple[WorkloadRef, ...], tuple[str, ...]]:
+        refs = self._refs
+        if refs is None:
+            refs = (_workload_refs(self.fields, self.logger), _cq_refs(self.fields, self.logger)) if self.fields \
+                else ((), ())
+            object.__setattr__(self, "_refs", refs)  # a cache of what the frozen fields determine
+        return refs
+
+    @property
     def workloads(self) -> tuple[WorkloadRef, ...]:
         """every Workload the line names (workload, preemptingWorkload, targetWorkload, controller-runtime's
         Workload key), worked out on first use: most lines are only ever counted or matched by message"""
-        return _workload_refs(self.fields, self.logger) if self.fields else ()
+        return self._named()[0]
 
-    @cached_property
+    @property
     def cluster_queues(self) -> tuple[str, ...]:
         """every ClusterQueue the line names (clusterQueue, targetClusterQueue...), on first use"""
-        return _cq_refs(self.fields, self.logger) if self.fields else ()
+        return self._named()[1]
 
     @property
     def workload(self) -> WorkloadRef | None:
