@@ -40,18 +40,11 @@ from kueuediag.snapshot.kueue import WorkloadState, WorkloadView, workload_pods,
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import resolve
+from tests.bundled import bundled_sources, source_id
 
-ROOT = Path(__file__).resolve().parent.parent
 GRACE_SECONDS = ReleaseState.options["grace_seconds"]
 RELEASE_CAUSES = {"pods-not-starting", "kube-unschedulable", "fragmentation", "gate-not-removed",
                   "foreign-scheduling-gate"}
-
-
-def bundled_sources() -> list[Path]:
-    """Every bundled snapshot: fixture snapshots, scenarios, incidents and the demo examples."""
-    fx = ROOT / "fixtures"
-    dirs = [p for sub in ("snapshots", "scenarios", "incidents") for p in sorted((fx / sub).iterdir()) if p.is_dir()]
-    return dirs + sorted((ROOT / "kueuediag" / "data" / "examples").glob("*.tar.gz"))
 
 
 def not_all_running(snap: Snapshot, w: WorkloadView) -> str | None:
@@ -96,7 +89,7 @@ def release_verdicts(source: Path) -> tuple[tuple[str, str, str, int], ...]:
     return tuple(out)
 
 
-@pytest.mark.parametrize("source", bundled_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("source", bundled_sources(), ids=source_id)
 def test_admitted_workloads_whose_pods_do_not_run_get_a_release_cause(source: Path) -> None:
     wrong = [f"{ref} ({why}): {cause}, {n} evidence" for ref, why, cause, n in release_verdicts(source)
              if cause not in RELEASE_CAUSES or n == 0]

@@ -19,6 +19,7 @@ from kueuediag.analysis.capacity import (
     topology_assignment,
 )
 from kueuediag.analysis.messages import ReasonKind, Rejection, api_rejection
+from kueuediag.analysis.pod_history import history_evidence
 from kueuediag.analysis.scheduling import (
     IMAGE_PULL_REASONS,
     ImagePullFailure,
@@ -129,7 +130,8 @@ class ReleaseState(Check):
         The Workload's `Admitted` condition and its age, the pod's `spec.schedulingGates` or the job's suspend
         field, the pod's `PodScheduled` condition and newest `FailedScheduling` event, per-node free room for
         the fragmentation split, container `waiting` reasons, the job's `FailedCreate` events and the
-        ResourceQuota they name.
+        ResourceQuota they name; events of the job's earlier pods that no longer exist (image pulls, evictions,
+        preemptions, failed scheduling), marked as such — history, never a command's target.
 
     How to fix:
         gate-not-removed: read the Kueue controller logs for the job (`Job admitted, unsuspending`), check its
@@ -172,7 +174,8 @@ class ReleaseState(Check):
                 return CheckResult.not_applicable(
                     f"admitted {human_duration(age)} ago: Kueue is still releasing the pods (grace "
                     f"{self.opts['grace_seconds']}s)")
-            return CheckResult.fired([self._not_released(snapshot, w, held, age), *foreign])
+            return CheckResult.fired(_with_history(snapshot, owner, [self._not_released(snapshot, w, held, age),
+                                                                     *foreign]))
         findings: list[Finding] = list(foreign)
         pending = [p for p in pods if not p.node and not p.terminating]
         scheds = [s for s in (pod_scheduling(snapshot, p) for p in pending) if s.failure is not None]
@@ -190,6 +193,7 @@ class ReleaseState(Check):
             stalled = self._not_running(snapshot, w, owner, pods, age)
             if stalled is not None:
                 findings.append(stalled)
+        findings = _with_history(snapshot, owner, findings)
         placed = sum(1 for p in pods if p.node)
         return self.result(findings, ev(
             "object", f"{len(pods)} pod(s), {placed} bound to a node; no scheduling gate left, no "
@@ -603,6 +607,14 @@ class ReleaseState(Check):
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _with_history(snap: Snapshot, owner: dict[str, Any] | None, findings: list[Finding]) -> list[Finding]:
+    """Each finding with what the job's earlier, deleted pods went through (their events outlive them)."""
+    history = history_evidence(snap, owner)
+    if not history:
+        return findings
+    return [f.model_copy(update={"evidence": (*f.evidence, *history)}) for f in findings]
 
 
 def _denied_release(snap: Snapshot, w: WorkloadView, held: list[HeldBy]) -> tuple[Rejection, str, str] | None:
