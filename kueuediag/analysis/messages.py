@@ -509,34 +509,34 @@ def parse_cq_inactive_message(message: str) -> dict[str, list[str]]:
 
 
 @dataclass(frozen=True)
-class StatusCondition:
-    """A condition type Kueue writes on a queue object, and the versions that write it."""
+class _Span:
+    """The Kueue minors (inclusive) that write something, and the source file that writes it."""
 
-    type: str
     since: str
     until: str
     source: str
 
 
 @dataclass(frozen=True)
-class StatusField:
+class StatusCondition(_Span):
+    """A condition type Kueue writes on a queue object."""
+
+    type: str
+
+
+@dataclass(frozen=True)
+class StatusField(_Span):
     field: str
-    since: str
-    until: str
-    source: str
     note: str = ""
 
 
 @dataclass(frozen=True)
-class Signal:
+class Signal(_Span):
     """How Kueue reports a problem of an object that carries no condition for it (a Cohort's cycle)."""
 
     id: str
     problem: str
     cause: str
-    since: str
-    until: str
-    source: str
     workload_entry: str
     """the catalog entry of the message Kueue writes on the affected workloads"""
     log: str
