@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
+from kueuediag.config import Settings
+from kueuediag.engine import diagnose
+from kueuediag.models import Verdict
+from kueuediag.registry import builtin
 from kueuediag.snapshot.kueue import workloads
+from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.model import Snapshot
+from kueuediag.target import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,3 +35,17 @@ def targets(snap: Snapshot) -> list[tuple[str, str | None]]:
         out += [(f"{kind.lower()}/{o['metadata']['name']}", o["metadata"].get("namespace"))
                 for o in snap.of_kind(kind)]
     return out
+
+
+@cache
+def snapshot(source: Path) -> Snapshot:
+    return load_snapshot(str(source))
+
+
+@cache
+def verdicts(source: Path) -> dict[tuple[str, str | None], Verdict]:
+    """The verdict of every target of `source`, computed once per test session: the whole-bundle tests (every
+    target, admitted-not-running, remediation names) read the same verdicts instead of diagnosing three times."""
+    snap = snapshot(source)
+    classes = builtin()
+    return {(text, ns): diagnose(snap, resolve(snap, text, ns), classes, Settings()) for text, ns in targets(snap)}

@@ -40,7 +40,7 @@ from kueuediag.snapshot.kueue import WorkloadState, WorkloadView, workload_pods,
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import resolve
-from tests.bundled import bundled_sources, source_id
+from tests.bundled import bundled_sources, snapshot, source_id, verdicts
 
 GRACE_SECONDS = ReleaseState.options["grace_seconds"]
 RELEASE_CAUSES = {"pods-not-starting", "kube-unschedulable", "fragmentation", "gate-not-removed",
@@ -78,12 +78,12 @@ def _diagnose(snap: Snapshot, w: WorkloadView) -> Verdict:
 def release_verdicts(source: Path) -> tuple[tuple[str, str, str, int], ...]:
     """(workload, why its pods do not run, verdict cause, evidence count of the primary finding) for every admitted
     workload of `source` whose pods evidently do not all run."""
-    snap = load_snapshot(str(source))
+    snap = snapshot(source)
     out = []
     for w in workloads(snap):
         why = not_all_running(snap, w)
         if why is not None:
-            verdict = _diagnose(snap, w)
+            verdict = verdicts(source)[(f"workload/{w.name}", w.namespace)]
             primary = verdict.findings[0].finding if verdict.findings else None
             out.append((w.ref(), why, verdict.cause, len(primary.evidence) if primary else 0))
     return tuple(out)

@@ -21,14 +21,9 @@ from pathlib import Path
 import pytest
 
 from kueuediag.analysis.queue_route import collected
-from kueuediag.config import Settings
-from kueuediag.engine import diagnose
 from kueuediag.models import Finding
-from kueuediag.registry import builtin
-from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.target import resolve
-from tests.bundled import bundled_sources, source_id, targets
+from tests.bundled import bundled_sources, snapshot, source_id, verdicts
 
 KINDS = {
     "pod": "Pod", "pods": "Pod", "po": "Pod",
@@ -161,11 +156,9 @@ def exists(snap: Snapshot, n: Named) -> bool | None:
 
 @cache
 def problems(source: Path) -> tuple[str, ...]:
-    snap = load_snapshot(str(source))
-    classes = builtin()
+    snap = snapshot(source)
     out: list[str] = []
-    for text, ns in targets(snap):
-        verdict = diagnose(snap, resolve(snap, text, ns), classes, Settings())
+    for (text, _ns), verdict in verdicts(source).items():
         for ranked in verdict.findings:
             for n in named(ranked.finding):
                 there = exists(snap, n)
