@@ -298,11 +298,17 @@ def match_issue(ctx: Context, issue: KnownIssue) -> Match | None:
 def match_all(ctx: Context) -> list[Match]:
     """Every entry the snapshot matches, table order."""
     out = []
-    for issue in known_issues():
+    for issue in affecting(ctx.snap, ctx.version):
         m = match_issue(ctx, issue)
         if m is not None:
             out.append(m)
     return out
+
+
+def affecting(snap: Snapshot, version: Version) -> list[KnownIssue]:
+    """The entries of the table that `version` has, table order (memoised per version: asked for every
+    target)."""
+    return snap.memo(("known-issues:affecting", version), lambda: [i for i in known_issues() if i.affects(version)])
 
 
 def context_for(snap: Snapshot, version: Version, workload: WorkloadView | None, cq: str | None) -> Context:
@@ -438,12 +444,29 @@ def _log_hits(ctx: Context, issue: KnownIssue) -> list[tuple[str, LogLine, int, 
     for s in issue.logs:
         hits: list[SignatureHit]
         if s.signature is not None:
-            hits = [h for h in signature_hits(ctx.snap) if h.signature.id == s.signature]
+            hits = _hits_by_signature(ctx.snap).get(s.signature, [])
         else:
-            hits = scan(log_lines(ctx.snap), _regex_signatures(s.regex or ""))
+            hits = _regex_hits(ctx.snap, s.regex or "")
         for h in hits:
             out.append((h.signature.id if s.signature else f"`{s.regex}`", h.lines[-1], h.count, h.noteworthy))
     return out
+
+
+def _hits_by_signature(snap: Snapshot) -> dict[str, list[SignatureHit]]:
+    """The snapshot's signature hits by signature id (memoised: every entry of every target asks)."""
+
+    def build() -> dict[str, list[SignatureHit]]:
+        out: dict[str, list[SignatureHit]] = {}
+        for h in signature_hits(snap):
+            out.setdefault(h.signature.id, []).append(h)
+        return out
+
+    return snap.memo("known-issues:hits-by-signature", build)
+
+
+def _regex_hits(snap: Snapshot, regex: str) -> list[SignatureHit]:
+    """Hits of an entry's own log regex (memoised per regex: a scan reads every log line)."""
+    return snap.memo(("known-issues:regex-hits", regex), lambda: scan(log_lines(snap), _regex_signatures(regex)))
 
 
 @cache

@@ -101,6 +101,7 @@ class MetricStore:
     help: dict[str, str] = field(default_factory=dict)
     _cache: dict[tuple[str, tuple[tuple[str, object], ...]], list[Series]] = field(
         default_factory=dict, repr=False)
+    _index: dict[tuple[str, str], dict[str, list[Labels]]] = field(default_factory=dict, repr=False)
 
     def names(self) -> list[str]:
         return sorted(self.series)
@@ -128,13 +129,28 @@ class MetricStore:
         key = (name, tuple(sorted((k, _freeze(v)) for k, v in label_filters.items())))
         if key in self._cache:
             return self._cache[key]
+        by_labels = self.series.get(name, {})
+        # one exact label value picks the candidates from an index: a per-ClusterQueue select must not sort and
+        # test every ClusterQueue's series
+        exact = next(((k, v) for k, v in label_filters.items() if isinstance(v, str)), None)
+        candidates = self._labelled(name, exact[0]).get(exact[1], []) if exact else sorted(by_labels)
         out: list[Series] = []
-        for labels, points in sorted(self.series.get(name, {}).items()):
+        for labels in candidates:
             lbl = dict(labels)
             if all(_label_matches(lbl.get(k, ""), want) for k, want in label_filters.items()):
-                out.append(Series(name=name, labels=labels, points=tuple(points)))
+                out.append(Series(name=name, labels=labels, points=tuple(by_labels[labels])))
         self._cache[key] = out
         return out
+
+    def _labelled(self, name: str, label: str) -> dict[str, list[Labels]]:
+        """Label sets of ``name`` (sorted) by their value of ``label`` ("" when absent), built once."""
+        found = self._index.get((name, label))
+        if found is None:
+            found = defaultdict(list)
+            for labels in sorted(self.series.get(name, {})):
+                found[dict(labels).get(label, "")].append(labels)
+            self._index[(name, label)] = found = dict(found)
+        return found
 
     def time_range(self) -> tuple[float, float] | None:
         """(earliest, latest) timestamp over every series."""
@@ -461,6 +477,24 @@ def sum_at(series: Sequence[Series], t: float) -> float | None:
     return sum(values) if values else None
 
 
+def sums_at(series: Sequence[Series], times: Sequence[float]) -> list[float | None]:
+    """:func:`sum_at` at each of ``times`` (ascending), in one sweep over the points."""
+    pos = [0] * len(series)
+    out: list[float | None] = []
+    for t in times:
+        total, seen = 0.0, False
+        for i, s in enumerate(series):
+            pts, j = s.points, pos[i]
+            while j < len(pts) and pts[j][0] <= t:
+                j += 1
+            pos[i] = j
+            if j:
+                total += pts[j - 1][1]
+                seen = True
+        out.append(total if seen else None)
+    return out
+
+
 # --- writing ------------------------------------------------------------------------------------------------
 
 
@@ -545,6 +579,7 @@ __all__ = [
     "metric_store",
     "parse_metrics",
     "sum_at",
+    "sums_at",
     "sum_increase_per_interval",
     "time_range",
     "to_openmetrics",
