@@ -553,9 +553,8 @@ class QueueStatus:
 @cache
 def queue_status() -> dict[str, QueueStatus]:
     """The catalog's `queue_status` section, by kind."""
-    text = resources.files("kueuediag").joinpath("data/messages.yaml").read_text(encoding="utf-8")
     out: dict[str, QueueStatus] = {}
-    for raw in yaml.safe_load(text)["queue_status"]:
+    for raw in data_yaml("messages.yaml")["queue_status"]:
         out[str(raw["kind"])] = QueueStatus(
             kind=str(raw["kind"]),
             conditions=tuple(StatusCondition(**{k: str(v) for k, v in c.items()}) for c in raw["conditions"]),
