@@ -20,7 +20,10 @@ one machine, so the ratios between them hold even when the machine is busy:
   live             ``why`` and ``snapshot -A`` against the local test API server serving the snapshot
                    (requests, bytes transferred, wall time)
 
-Peak RSS is each process's own maximum resident set (``wait4``), not the maximum over all children.
+Peak RSS is each process's own maximum resident set (``wait4``), not the maximum over all children. Each
+command's CPU time (user + system, also from ``wait4``) is printed next to its wall time, with its ratio to the
+floor's CPU time: on a shared machine the wall-time ratios mostly measure the other processes, the CPU ratios
+much less.
 """
 
 from __future__ import annotations
@@ -82,7 +85,8 @@ class Run:
     rss_mib: float
     stdout: str
     cpu: float = 0.0
-    """user + system CPU seconds of the process itself (from wait4): what the machine's neighbours do not inflate"""
+    """user + system CPU seconds of the process (wait4): on a busy machine wall time mostly measures the other
+    processes, CPU time much less so"""
 
 
 def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence[int] = (0, 1)) -> Run:
@@ -128,6 +132,10 @@ def ratio(value: float, floor: float, target: float | None) -> str:
     return text + (f" (target ≤ {target:.1f}×)" if target is not None else "")
 
 
+def cpu(run: Run, floor: Run) -> str:
+    return f"cpu {run.cpu:6.2f} s = {run.cpu / max(floor.cpu, 1e-9):5.2f}× the floor's"
+
+
 def kd(*args: str) -> list[str]:
     return [sys.executable, "-m", "kueuediag", *args]
 
@@ -142,20 +150,22 @@ def measure_snapshot(snap: Path, repeat: int, quick: bool) -> None:
                   "-o", "json"), repeat)
     verdict = json.loads(why.stdout)
     print(f"snapshot        {size_mib:9.1f} MiB  {snap}")
-    print(f"floor           {floor.seconds:9.2f} s    orjson + bytes, GC off   peak RSS {floor.rss_mib:7.0f} MiB")
+    print(f"floor           {floor.seconds:9.2f} s    orjson + bytes, GC off   peak RSS {floor.rss_mib:7.0f} MiB   "
+          f"cpu {floor.cpu:6.2f} s")
     print(f"why             {why.seconds:9.2f} s    {ratio(why.seconds, floor.seconds, 2.0)}   "
           f"peak RSS {why.rss_mib:7.0f} MiB = {why.rss_mib / size_mib:4.2f}× the snapshot (target ≤ 2.0×)   "
-          f"verdict {verdict['verdict']['cause']}")
+          f"{cpu(why, floor)}   verdict {verdict['verdict']['cause']}")
     checks = sorted(verdict.get("checks", []), key=lambda c: -c.get("durationMs", 0))[:4]
     print("  slowest checks  " + ", ".join(f"{c['code']} {c.get('durationMs', 0):.0f} ms" for c in checks))
     if has_command("health"):
         health = best(kd("health", "--from", str(snap), "-A", "-o", "json", "--exit-zero"), repeat)
         print(f"health          {health.seconds:9.2f} s    {ratio(health.seconds, floor.seconds, 3.0)}   "
-              f"peak RSS {health.rss_mib:7.0f} MiB = {health.rss_mib / size_mib:4.2f}× the snapshot (target ≤ 3.0×)")
+              f"peak RSS {health.rss_mib:7.0f} MiB = {health.rss_mib / size_mib:4.2f}× the snapshot (target ≤ 3.0×)   "
+              f"{cpu(health, floor)}")
         allp = best(kd("health", "--from", str(snap), "-A", "--all-pending", "-o", "jsonl", "--exit-zero"), repeat)
         lines = sum(1 for line in allp.stdout.splitlines() if line.strip())
         print(f"all-pending     {allp.seconds:9.2f} s    {ratio(allp.seconds, floor.seconds, 4.0)}   "
-              f"{lines} results   peak RSS {allp.rss_mib:7.0f} MiB")
+              f"{lines} results   peak RSS {allp.rss_mib:7.0f} MiB   {cpu(allp, floor)}")
     else:
         print("health          (no `health` command in this build)")
     if not quick:
@@ -261,7 +271,9 @@ def main() -> None:
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
     snap = args.snapshot or generate(args.scale)
-    print(f"machine         {os.cpu_count()} cores, Python {sys.version.split()[0]}, best of {args.repeat}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"machine         {os.cpu_count()} cores, Python {sys.version.split()[0]}, best of {args.repeat}, "
+          f"load average {load} at the start")
     measure_snapshot(snap, args.repeat, args.quick)
     cold_start(args.repeat, args.quick)
     scales = [float(s) for s in args.per_target_scales.split(",") if s.strip()] if not args.quick else []

@@ -28,6 +28,7 @@ from kueuediag.analysis.preemption_victims import quota_holding_victims, victim_
 from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.analysis.signatures import BY_ID, Signature, SignatureHit, scan, signature_hits
 from kueuediag.analysis.versions import Version, behaviour, gate_introduced, has_behaviour, parse_version, satisfies
+from kueuediag.datafile import data_yaml
 from kueuediag.models import Confidence, Evidence, Severity, ev
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import meta, required_node_terms
@@ -44,7 +45,6 @@ from kueuediag.snapshot.kueue import (
 from kueuediag.snapshot.logs import LogLine, log_lines
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.timeutil import format_rfc3339, human_duration
-from kueuediag.yamlload import bundled_yaml
 
 EFFECTS = ("blocks-admission", "holds-quota", "ordering", "message-only")
 """What the bug does to a pending workload: keeps it from being admitted, keeps quota held by others, changes the
@@ -195,7 +195,7 @@ def _issue(raw: dict[str, Any]) -> KnownIssue:
 @cache
 def known_issues() -> tuple[KnownIssue, ...]:
     """The table, loaded once (a malformed table is a bug in kueuediag: it raises)."""
-    doc = bundled_yaml("known_issues.yaml")
+    doc = data_yaml("known_issues.yaml")
     out = tuple(_issue(raw) for raw in doc["issues"])
     ids = [i.id for i in out]
     dup = {i for i in ids if ids.count(i) > 1}

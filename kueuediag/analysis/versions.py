@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache, total_ordering
 from typing import Any
 
-from kueuediag.yamlload import bundled_yaml
+from kueuediag.datafile import data_yaml
 
 # --- semver ------------------------------------------------------------------------------------------------
 
@@ -187,7 +187,7 @@ _GATE_VALUE = re.compile(r"^(alpha|beta|ga|deprecated) (on|off)$|^removed$")
 @cache
 def table() -> VersionTable:
     """The parsed ``data/versions.yaml`` (read once; a malformed row raises: it is our bug, not the user's)."""
-    raw: dict[str, Any] = bundled_yaml("versions.yaml")
+    raw: dict[str, Any] = data_yaml("versions.yaml")
     behaviours: dict[str, Behaviour] = {}
     for row in raw["behaviours"]:
         since = tuple(str(s) for s in row["since"])
