@@ -182,7 +182,7 @@ _CATALOG: tuple[Cause, ...] = (
     Cause(CauseSlug.STUCK_PREEMPTION_TARGET, _K, Tier.ROOT, "A preemption victim is stuck and blocks several queues",
           "A victim (often a zombie pod past its grace period) never releases quota; heads of several "
           "ClusterQueues target it (`overlapping preemption targets`) and admissions stall across them.",
-          "Force-delete the zombie pod (`kubectl delete pod --force --grace-period=0`), fix its node; "
+          "Force-delete the zombie pod (`kubectl delete pod <pod> -n <ns> --force --grace-period=0`), fix its node; "
           "Kueue >= v0.14.0 releases quota after the grace period."),
     Cause(CauseSlug.GUARANTEE_VIOLATION, _K, Tier.SYMPTOM,
           "Guarantee violation: fits in unused nominal quota but pending",

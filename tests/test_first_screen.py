@@ -23,7 +23,7 @@ import pytest
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.examples import list_examples
-from kueuediag.fixes import apply, command, parse_command
+from kueuediag.fixes import apply, command, parse_command, resolved
 from kueuediag.models import FixStatus, Severity, Verdict
 from kueuediag.registry import discover
 from kueuediag.render.common import log_line
@@ -127,8 +127,9 @@ def test_every_printed_change_was_re_evaluated(diagnosed: list[Diagnosed]) -> No
                 patched = Snapshot(raw, now=d.snap.now)
                 after = diagnose(patched, resolve(patched, d.target, d.namespace), discover(), Settings(),
                                  verify_fixes=False)
-                assert not any(r.finding.cause == finding.cause and r.finding.code == finding.code
-                               for r in after.findings if r.finding.about_target), f"{d.name}: {fix.command}"
+                assert all(resolved(finding, r.finding) for r in after.findings
+                           if r.finding.cause == finding.cause and r.finding.code == finding.code
+                           and r.finding.about_target == finding.about_target), f"{d.name}: {fix.command}"
                 rechecked += 1
     assert rechecked >= 10, "the bundled fixtures exercise verified patches"
 
