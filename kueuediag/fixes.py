@@ -35,6 +35,13 @@ _MUTATING = frozenset({"delete", "patch", "edit", "label", "annotate", "scale", 
                        "cordon", "drain", "uncordon", "taint", "rollout", "create"})
 _RELIEF = frozenset({"cordon", "drain", "uncordon", "taint"})
 """node operations: they relieve a placement problem now; the cause (packing, sizing) stays"""
+UNSIMULATED = {
+    "rollout": "a restart changes no object a snapshot holds, so re-diagnosing cannot show its effect; it only "
+               "helps a wedged controller",
+    **dict.fromkeys(_RELIEF, "a node operation relieves the placement now; the cause (packing, sizing, a broken "
+                             "node) stays"),
+}
+"""why a cluster change that is printed as a stop-gap cannot be checked on a snapshot copy"""
 _PLACEHOLDER = re.compile(r"<[a-z][^>]*>|\.\.\.|…")
 
 KIND_RESOURCES = {
@@ -91,10 +98,16 @@ def parse_command(cmd: str) -> Patch | None:
             obj = json.loads(created.group("body"))
         except ValueError:
             return None
-        meta = obj.get("metadata") if isinstance(obj, dict) else None
-        if not isinstance(meta, dict) or not obj.get("kind") or not meta.get("name"):
+        if not isinstance(obj, dict):
             return None
-        return Patch(kind=str(obj["kind"]), name=str(meta["name"]), namespace=meta.get("namespace"), create=obj)
+        items = _created(obj)
+        metas = [i.get("metadata") for i in items]
+        if not items or not all(isinstance(m, dict) and m.get("name") and i.get("kind")
+                                for i, m in zip(items, metas, strict=True)):
+            return None
+        first = items[0]["metadata"]
+        return Patch(kind=str(items[0]["kind"]), name=",".join(str(i["metadata"]["name"]) for i in items),
+                     namespace=first.get("namespace"), create=obj)
     try:
         words = shlex.split(cmd)
     except ValueError:
@@ -162,8 +175,10 @@ def classify(text: str) -> Fix:
     patch = parse_command(cmd) if cmd and changes else None
     if patch is not None:
         return Fix(text=text, command=cmd, patch=patch, status=FixStatus.UNVERIFIED, stop_gap=stop_gap)
-    if changes and (stop_gap or verbs & _RELIEF):
-        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True)
+    unsimulated = sorted(verbs & UNSIMULATED.keys())
+    if changes and (stop_gap or unsimulated):
+        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True,
+                   reason=UNSIMULATED[unsimulated[0]] if unsimulated else "")
     if changes and cmd is not None:
         return Fix(text=text, command=cmd, status=FixStatus.UNVERIFIED, stop_gap=stop_gap)
     if stop_gap:
@@ -270,13 +285,16 @@ def apply(raw: RawSnapshot, patch: Patch, pending: tuple[str | None, str] | None
     (`pending`: namespace, name) loses the False conditions that recorded why it waited before the change, so the
     checks judge the new spec instead of stale messages."""
     objects: list[dict[str, Any]] = []
-    present = any(_matches(obj, patch) for obj in raw.objects)
     if patch.create:
-        if present:  # `kubectl create` fails on an existing object: the fix would not run
-            return None
-        return _with_target_reset(raw, [*raw.objects, copy.deepcopy(patch.create)], pending)
+        items = _created(patch.create)
+        if any(_is(o, str(i.get("kind")), (i.get("metadata") or {}).get("namespace"),
+                   str((i.get("metadata") or {}).get("name"))) for i in items for o in raw.objects):
+            return None  # `kubectl create` fails on an existing object: the fix would not run
+        # Kueue re-evaluates whether its queues are active when an object they reference appears
+        kept = [_forget_active(o) if o.get("kind") in ("ClusterQueue", "LocalQueue") else o for o in raw.objects]
+        return _with_target_reset(raw, [*kept, *copy.deepcopy(items)], pending)
     source = list(raw.objects)
-    if not present and patch.assumed:
+    if patch.assumed and not any(_matches(obj, patch) for obj in raw.objects):
         source.append(copy.deepcopy(patch.assumed))
     hit = False
     for obj in source:
@@ -293,6 +311,23 @@ def apply(raw: RawSnapshot, patch: Patch, pending: tuple[str | None, str] | None
     if not hit:
         return None
     return _with_target_reset(raw, objects, pending)
+
+
+def _created(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects one `kubectl create -f -` makes: the items of a List, else the object itself."""
+    if obj.get("kind") == "List":
+        return [i for i in obj.get("items") or () if isinstance(i, dict)]
+    return [obj]
+
+
+def _forget_active(queue: dict[str, Any]) -> dict[str, Any]:
+    status = queue.get("status")
+    conds = status.get("conditions") if isinstance(status, dict) else None
+    if not isinstance(conds, list):
+        return queue
+    out = copy.deepcopy(queue)
+    out["status"]["conditions"] = [c for c in conds if not (isinstance(c, dict) and c.get("type") == "Active")]
+    return out
 
 
 def _with_target_reset(raw: RawSnapshot, objects: list[dict[str, Any]],

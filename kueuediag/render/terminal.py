@@ -154,6 +154,8 @@ class _Screen:
                                       (fix.text if not fix.command or fix.text != fix.command else "", "")))
         if fix.command:
             self.command(fix.command, indent + "    ")
+        if fix.reason:
+            self.text(f"Why only a stop-gap: {fix.reason}.", "yellow", indent=indent + "    ")
         if fix.note:
             self.text(fix.note, "yellow", indent=indent + "    ")
 
