@@ -42,6 +42,8 @@ UNSIMULATED = {
                              "node) stays"),
 }
 """why a cluster change that is printed as a stop-gap cannot be checked on a snapshot copy"""
+RELIEF = "it relieves the symptom now; the cause named above stays"
+"""the reason of a stop-gap the check itself declared"""
 _PLACEHOLDER = re.compile(r"<[a-z][^>]*>|\.\.\.|…")
 
 KIND_RESOURCES = {
@@ -178,11 +180,11 @@ def classify(text: str) -> Fix:
     unsimulated = sorted(verbs & UNSIMULATED.keys())
     if changes and (stop_gap or unsimulated):
         return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True,
-                   reason=UNSIMULATED[unsimulated[0]] if unsimulated else "")
+                   reason=UNSIMULATED[unsimulated[0]] if unsimulated else RELIEF)
     if changes and cmd is not None:
         return Fix(text=text, command=cmd, status=FixStatus.UNVERIFIED, stop_gap=stop_gap)
     if stop_gap:
-        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True)
+        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True, reason=RELIEF)
     return Fix(text=text, command=cmd if not changes else None, status=FixStatus.ADVICE)
 
 
@@ -387,9 +389,11 @@ def _verified(snap: Snapshot, finding: Finding, fix: Fix, rediagnose: Rediagnose
     cmd = fix.command or command(fix.patch)
     if gone:
         return fix.model_copy(update={"status": FixStatus.STOP_GAP if fix.stop_gap else FixStatus.VERIFIED,
-                                      "command": cmd})
+                                      "command": cmd, "reason": fix.reason or (RELIEF if fix.stop_gap else "")})
     if fix.stop_gap:
-        return fix.model_copy(update={"status": FixStatus.STOP_GAP, "command": cmd})
+        return fix.model_copy(update={"status": FixStatus.STOP_GAP, "command": cmd,
+                                      "reason": fix.reason or "re-diagnosing with the change applied still finds "
+                                                              "the cause: it only relieves it"})
     return None
 
 

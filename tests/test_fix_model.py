@@ -123,3 +123,18 @@ def test_a_controller_restart_is_a_stop_gap_that_says_why() -> None:
     assert fix.status is FixStatus.STOP_GAP and fix.stop_gap
     assert fix.reason.startswith("a restart changes no object a snapshot holds")
     assert classify("`kubectl edit clusterqueue x`").status is FixStatus.UNVERIFIED
+
+
+def test_markdown_shows_the_first_fix_and_its_label_before_the_findings() -> None:
+    from kueuediag.render.markdown import render_markdown
+
+    _, v = _why("scenarios/stuck-preemption-target", "job/vit-h14-finetune-e3", "team-vision")
+    text = render_markdown(v)
+    head = text.split("### Findings")[0]
+    assert "**First fix, checked:** Force-delete the zombie pod sweep-lr-0917-g4-1" in head
+    assert "```sh\nkubectl delete pod sweep-lr-0917-g4-1 -n ml-sweeps --force --grace-period=0\n```" in head
+    _, stop = _why("scenarios/fragmentation-no-tas", "job/llama3-8b-sft-8g-r12", "team-research")
+    fix = stop.first_fix
+    assert fix is not None and fix.status is FixStatus.STOP_GAP
+    head = render_markdown(stop).split("### Findings")[0]
+    assert "**First stop-gap:**" in head and f"_Why only a stop-gap:_ {fix.reason}." in head
