@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from kueuediag_checks.guarantee_violation import GuaranteeViolation
 
-from kueuediag.analysis.guarantees import guarantee_violations, nominal_fit, quota_table, violation_for
+from kueuediag.analysis.guarantees import (
+    ViolationSet,
+    guarantee_violations,
+    nominal_fit,
+    quota_table,
+    violation_for,
+)
 from kueuediag.analysis.quota_fit import workload_fit
 from kueuediag.models import Severity
 from kueuediag.snapshot.kueue import workload
@@ -93,3 +100,26 @@ def test_thresholds_are_options(fixtures_dir: Path) -> None:
     assert medium[0].data["quota_table"][2] == {
         "flavor": "h100", "resource": "nvidia.com/gpu", "nominal": "8", "reserved": "4", "borrowed": "0",
         "lent": "0", "unused": "4", "pending": "4"}
+
+
+def test_other_violations_match_the_list_without_the_target(fixtures_dir: Path) -> None:
+    # KD101 asks, per target, about every *other* violation; the memoised set must answer exactly what
+    # filtering the cluster's list would (count, the longest few, and the count per ClusterQueue in order of
+    # each queue's longest violation) — including when the left-out one was its ClusterQueue's longest.
+    snap = _load(fixtures_dir, "guarantee-violation")
+    real = guarantee_violations(snap)[0]
+    items = [dataclasses.replace(real, cluster_queue=cq) for cq in ("a", "b", "a", "c", "b", "a")]
+    whole = ViolationSet.of(items)
+    stranger = dataclasses.replace(real, cluster_queue="z")
+    for mine in [*items, None, stranger]:
+        naive = [v for v in items if v is not mine]
+        naive_by_cq: dict[str, int] = {}
+        for v in naive:
+            naive_by_cq[v.cluster_queue] = naive_by_cq.get(v.cluster_queue, 0) + 1
+        others = whole.without(mine)
+        assert len(others) == len(naive)
+        assert all(a is b for a, b in zip(others.top(3), naive[:3], strict=True))
+        assert all(a is b for a, b in zip(others.top(10), naive, strict=True))
+        assert list(others.by_cluster_queue().items()) == list(naive_by_cq.items())
+    assert ViolationSet.of([real]).without(real).by_cluster_queue() == {}
+    assert not ViolationSet.of([real]).without(real)

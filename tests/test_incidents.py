@@ -57,6 +57,20 @@ CASES = [
            ("dws-prov", "Max nodepool size reached", "evicted"), ("AdmissionCheck/dws-prov",)),
     Expect("kueue-9482-foreign-scheduling-gate", "pod/kueue-sleep-qw5hb", "kueue-test", "foreign-scheduling-gate",
            "kubernetes", ("test",)),
+    Expect("kueue-3158-untolerated-flavor-taint", "job/myjob", "issue-3158", "no-matching-flavor", "submission",
+           ("untolerated taint", "taint_key"), ("ResourceFlavor/node-type",)),
+    Expect("kueue-5039-tas-level-label-missing", "job/tas-sample", "default", "topology-no-fit", "kueue",
+           ("no topology domains at level: hpc_island_id", "5 of 5 node(s) of flavor tas-e5-flex lack label "
+            "hpc_island_id"), ("Topology/oci-topology", "ResourceFlavor/tas-e5-flex")),
+    Expect("kueue-3948-hierarchical-cohort-no-reclaim", "job/guaranteed", "guaranteed", "known-issue", "kueue",
+           ("#3948", "Cohort guaranteed owns 100m", "best-effort", "reclaimWithinCohort Any"),
+           ("Cohort/guaranteed", "ClusterQueue/best-effort"), also=("waiting-for-quota",)),
+    Expect("kueue-13607-preemption-over-borrowing", "job/repro-starved", "repro", "known-issue", "kueue",
+           ("PreemptionOverBorrowing", "fixed in v0.18.5", "no candidate workloads"),
+           ("ClusterQueue/repro-target",)),
+    Expect("kueue-12949-borrow-needs-flavor-in-cq", "job/road-train-4", "road", "waiting-for-quota", "kueue",
+           ("base-flavor-1", "0 borrowable", "road/job-road-train-0-7b8c0 (8)"),
+           ("ClusterQueue/base-queue", "Workload/job-road-train-0-7b8c0")),
 ]
 
 

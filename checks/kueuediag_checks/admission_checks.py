@@ -168,14 +168,11 @@ class AdmissionChecks(Check):
             and (qr.reason in ("Waiting", "WaitingForPodsReady") or qr.message.startswith(WAITING_MSG))
         )
         cfg = kueue_config(snap).wait_for_pods_ready
-        blockers = [
-            x
-            for x in workloads(snap)
-            if x.is_true("Admitted") and not x.is_true("Finished") and not x.is_true("PodsReady") and x.uid != w.uid
-        ]
-        by_objects = qr is None and cfg.block_admission and bool(blockers) and w.active
+        unready = _unready_admitted(snap)
+        by_objects = qr is None and cfg.block_admission and w.active and any(x.uid != w.uid for x in unready)
         if not (by_condition or by_objects):
             return []
+        blockers = [x for x in unready if x.uid != w.uid]
         evidence: list[Evidence] = []
         if qr is not None and by_condition:
             evidence.append(_cond_ev(w, qr))
@@ -569,6 +566,14 @@ def _pr_summary(pr: dict[str, Any]) -> tuple[str, bool]:
     cls = (pr.get("spec") or {}).get("provisioningClassName")
     prefix = f"class {cls}; " if cls else ""
     return prefix + ("; ".join(parts) if parts else "no conditions yet (not picked up by cluster-autoscaler)"), bad
+
+
+def _unready_admitted(snap: Snapshot) -> list[WorkloadView]:
+    """Admitted, unfinished Workloads whose pods are not all ready: what blocks admission under
+    `waitForPodsReady.blockAdmission` (read once per snapshot, memoised)."""
+    return snap.memo("admission-checks:unready-admitted", lambda: [
+        x for x in workloads(snap)
+        if x.is_true("Admitted") and not x.is_true("Finished") and not x.is_true("PodsReady")])
 
 
 def _cond_ev(w: WorkloadView, c: Condition) -> Evidence:

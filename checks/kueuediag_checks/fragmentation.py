@@ -147,6 +147,10 @@ class Fragmentation(Check):
         if not evals:
             return CheckResult.could_not_check(
                 "ResourceFlavors", "no ResourceFlavor the workload may use is in the snapshot (nothing to place on)")
+        config = msg.of(ReasonKind.TAS_CONFIG) if msg else []
+        if config and not holds_quota:
+            return CheckResult.fired([self._topology_config_finding(w, next((e for e in evals if e.topology), None),
+                                                                    config[0])])
         tas_reasons = msg.of(ReasonKind.TOPOLOGY_NO_FIT, ReasonKind.TOPOLOGY_PARTIAL_FIT) if msg else []
         if tas_reasons and not holds_quota:
             tas_eval = next((e for e in evals if e.topology == tas_reasons[0].name), None) or next(
@@ -349,6 +353,47 @@ class Fragmentation(Check):
             data["excluded"] = reason.extra["excluded"]
         return self.finding(CauseSlug.TOPOLOGY_NO_FIT, title, "\n".join(lines),
                             confidence=Confidence.HIGH if confident else Confidence.MEDIUM,
+                            evidence=evidence, remediation=rem, data=data)
+
+    def _topology_config_finding(self, w: WorkloadView, e: _FlavorEval | None, reason: Reason) -> Finding:
+        """Kueue recorded that the topology itself cannot be used (a level no node carries, a request for a level
+        the Topology lacks): no amount of waiting helps, the Topology, the nodes' labels or the request must
+        change. The nodes behind the flavor are counted per level so the missing label is named."""
+        topo = (e.topology if e else None) or "?"
+        ps = reason.pod_set or (e.pod_sets[0][0].name if e else "?")
+        title = f'Kueue cannot use topology "{topo}" for pod set {ps}: {reason.text}'
+        lines = [f"Kueue's topology-aware scheduling refuses admission with a configuration error: {reason.text}. "
+                 "Waiting does not help: the Topology, the nodes' labels or the workload's topology request must "
+                 "change."]
+        evidence = [_workload_evidence(w, False, reason)]
+        rem: list[str] = []
+        if e is not None:
+            levels = [lv.level for lv in e.levels]
+            evidence.append(ev("object", f"levels: {', '.join(levels)}", kind="Topology", name=topo,
+                               field="spec.levels"))
+            usable = sum(1 for n in e.nodes if n.usable)
+            for lv in e.levels:
+                lines.append(f"Level {lv.level}: {len(lv.domains)} domain(s); {lv.unlabelled_nodes} of {usable} "
+                             f"usable node(s) of flavor {e.flavor.name} lack a label this level needs.")
+                if lv.unlabelled_nodes:
+                    evidence.append(ev("derived", f"{lv.unlabelled_nodes} of {usable} node(s) of flavor "
+                                                  f"{e.flavor.name} lack label {lv.level} (or a level above it)",
+                                       kind="ResourceFlavor", name=e.flavor.name, field=f"nodes.labels[{lv.level}]",
+                                       expected="every node of a TAS flavor carries every level label"))
+            missing = [lv.level for lv in e.levels if lv.unlabelled_nodes]
+            if missing:
+                rem.append(f"Label the nodes of flavor {e.flavor.name} with every topology level "
+                           f"({', '.join(missing)} is missing), or remove the level from Topology {topo}.")
+            if levels and levels[-1] != "kubernetes.io/hostname":
+                rem.append(f"Make kubernetes.io/hostname the lowest level of Topology {topo}: only then are node "
+                           "taints respected and pods packed per node.")
+        rem.append("Check the workload's topology annotations name a level of the Topology "
+                   "(kueue.x-k8s.io/podset-required-topology / -preferred-topology).")
+        data: dict[str, Any] = {"topology": topo, "reason": reason.text}
+        if e is not None:
+            data["levels"] = {lv.level: {"domains": len(lv.domains), "unlabelled_nodes": lv.unlabelled_nodes}
+                              for lv in e.levels}
+        return self.finding(CauseSlug.TOPOLOGY_NO_FIT, title, "\n".join(lines), confidence=Confidence.HIGH,
                             evidence=evidence, remediation=rem, data=data)
 
     def _node_evidence(self, snap: Snapshot, e: _FlavorEval, limit: int = 8) -> list[Evidence]:

@@ -5,17 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from kueuediag.analysis.guarantees import (
+    OtherViolations,
     QuotaRow,
     RecordReading,
     Violation,
+    all_violations,
     cohort_table,
-    guarantee_violations,
     is_pending,
     pending_requests,
     pending_workloads_history,
     quota_table,
     read_record,
     resource_pending_history,
+    stale_violations,
+    violation_of,
 )
 from kueuediag.analysis.quota_summary import cq_quotas
 from kueuediag.analysis.quota_tree import quota_tree, require_quota_tree
@@ -108,11 +111,10 @@ class GuaranteeViolation(Check):
             return CheckResult.not_applicable("the workload's ClusterQueue does not exist (KD001 reports it)")
         churn_s = float(self.opts["churn_minutes"]) * 60
         require_quota_tree(snapshot, cq)  # the scan below says nothing about a tree holding a malformed Workload
-        violations = guarantee_violations(snapshot)
-        mine = next((v for v in violations if v.workload.uid == w.uid and v.workload.name == w.name), None)
-        others = [v for v in violations if v is not mine]
+        mine = violation_of(snapshot, w)
+        others = all_violations(snapshot).without(mine)
         # only a stale record is a violation: capacity changed after Kueue wrote it and it did not re-evaluate
-        significant = [v for v in others if read_record(snapshot, v, churn_s).verdict == "stale"]
+        significant = stale_violations(snapshot, churn_s).without(mine)
         data = self._data(snapshot, cq, others)
         ruled_out: list[Evidence] = []
         if mine is not None:
@@ -150,7 +152,7 @@ class GuaranteeViolation(Check):
             return Severity.MEDIUM
         return Severity.HIGH
 
-    def _target_finding(self, snap: Snapshot, v: Violation, others: list[Violation],
+    def _target_finding(self, snap: Snapshot, v: Violation, others: OtherViolations,
                         data: dict[str, Any], reading: RecordReading) -> Finding:
         w = v.workload
         cq = v.cluster_queue
@@ -267,11 +269,11 @@ class GuaranteeViolation(Check):
             evidence=evidence, about_target=True, data=data,
         )
 
-    def _cluster_finding(self, snap: Snapshot, cq: str, others: list[Violation],
+    def _cluster_finding(self, snap: Snapshot, cq: str, others: OtherViolations,
                          data: dict[str, Any]) -> Finding:
-        top = others[: int(self.opts["top"])]
+        top = others.top(int(self.opts["top"]))
         longest = top[0]
-        cqs = sorted({v.cluster_queue for v in others})
+        cqs = sorted(others.by_cluster_queue())
         title = (f"{len(others)} other pending workload(s) fit in unused nominal quota "
                  f"(longest {human_duration(longest.seconds)}, ClusterQueue {longest.cluster_queue})")
         listing = "; ".join(
@@ -299,13 +301,10 @@ class GuaranteeViolation(Check):
         )
 
     # --- pieces --------------------------------------------------------------------------------------------
-    def _data(self, snap: Snapshot, cq: str, others: list[Violation]) -> dict[str, Any]:
+    def _data(self, snap: Snapshot, cq: str, others: OtherViolations) -> dict[str, Any]:
         tree = quota_tree(snap)
         root = tree.root(cq)
         node = tree.cluster_queues.get(cq)
-        by_cq: dict[str, int] = {}
-        for v in others:
-            by_cq[v.cluster_queue] = by_cq.get(v.cluster_queue, 0) + 1
         return {
             "cluster_queue": cq,
             "cohort": node.parent if node else None,
@@ -315,10 +314,10 @@ class GuaranteeViolation(Check):
             "cohort_table": cohort_table(snap, root) if root else [],
             "other_violations": {
                 "count": len(others),
-                "by_cluster_queue": by_cq,
+                "by_cluster_queue": others.by_cluster_queue(),
                 "top": [{"workload": v.workload.ref(), "cluster_queue": v.cluster_queue,
                          "minutes": None if v.minutes is None else round(v.minutes, 1),
-                         "flavors": v.fit.flavors} for v in others[: int(self.opts["top"])]],
+                         "flavors": v.fit.flavors} for v in others.top(int(self.opts["top"]))],
             },
         }
 

@@ -189,7 +189,26 @@ def _by_label(series: Sequence[Series], label: str) -> dict[str, list[Series]]:
     return dict(out)
 
 
-def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hint: float) -> Rates | None:
+@dataclass(frozen=True)
+class MetricWindow:
+    """What the metric-sourced Rates of every ClusterQueue share for one window: read once per snapshot, so a
+    ClusterQueue's rates cost its own series, not the cluster's."""
+
+    admitted_name: str
+    start: float
+    end: float
+    admissions_by_cq: dict[str, list[float]]
+    all_admission_times: list[float]
+    preempted_by_cq: dict[str, list[Series]] | None
+    """leader series of kueue_preempted_workloads_total per preempting ClusterQueue (None without the metric)"""
+    all_preemption_times: list[float]
+    pending_by_cq: dict[str, list[Series]]
+    pending_latest: dict[str, float]
+    attempts: dict[str, float]
+
+
+def metric_window(store: MetricStore, window: float, end_hint: float) -> MetricWindow | None:
+    """The cluster-wide part of `rates_from_metrics` (None without an admission counter or its samples)."""
     admitted_name = ADMITTED if store.has(ADMITTED) else QUOTA_RESERVED if store.has(QUOTA_RESERVED) else None
     if admitted_name is None:
         return None
@@ -199,37 +218,52 @@ def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hi
         return None
     end = min(span[1], end_hint)
     start = max(span[0], end - window)
-    queries = [f'{admitted_name}{{cluster_queue="{cq}"}}' if cq else admitted_name]
     by_cq = {name: _times(series, start, end) for name, series in _by_label(admitted, "cluster_queue").items()}
     if store.has(PREEMPTED):
         pre = _leader(store.select(PREEMPTED))
-        pre_by_cq = _by_label(pre, "preempting_cluster_queue")
-        pre_times = _times(pre_by_cq.get(cq or "", []), start, end)
-        queries.append(f'{PREEMPTED}{{preempting_cluster_queue="{cq}"}}')
+        pre_by_cq: dict[str, list[Series]] | None = _by_label(pre, "preempting_cluster_queue")
     else:
         pre = _leader(store.select(EVICTED, reason="Preempted"))
-        pre_times = []
-        queries.append(f'{EVICTED}{{reason="Preempted"}}')
-    pending = _leader(store.select(PENDING))
-    pending_by = _by_label(pending, "cluster_queue")
-    pending_latest = {name: sum_at(series, end) or 0.0 for name, series in pending_by.items()}
-    pending_points: list[tuple[float, float]] = []
-    if cq and cq in pending_by:
-        queries.append(f'{PENDING}{{cluster_queue="{cq}"}}')
-        stamps = sorted({t for s in pending_by[cq] for t, _ in s.points if start <= t <= end})
-        pending_points = [(t, v) for t, v in ((t, sum_at(pending_by[cq], t)) for t in stamps) if v is not None]
+        pre_by_cq = None
+    pending_by = _by_label(_leader(store.select(PENDING)), "cluster_queue")
     attempts: dict[str, float] = {}
     for s in _leader(store.select(ATTEMPTS)):
         attempts[s.label("result")] = attempts.get(s.label("result"), 0.0) + sum(
             d for _, d in increase_events(s, start, end))
-    step = nice_step(end - start)
+    return MetricWindow(
+        admitted_name=admitted_name, start=start, end=end, admissions_by_cq=by_cq,
+        all_admission_times=sorted(t for ts in by_cq.values() for t in ts), preempted_by_cq=pre_by_cq,
+        all_preemption_times=_times(pre, start, end), pending_by_cq=pending_by,
+        pending_latest={name: sum_at(series, end) or 0.0 for name, series in pending_by.items()},
+        attempts=attempts)
+
+
+def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hint: float,
+                       shared: MetricWindow | None = None) -> Rates | None:
+    """Rates of `cq` from metrics; `shared` is `metric_window(store, window, end_hint)` when the caller has it."""
+    mw = shared if shared is not None else metric_window(store, window, end_hint)
+    if mw is None:
+        return None
+    start, end = mw.start, mw.end
+    queries = [f'{mw.admitted_name}{{cluster_queue="{cq}"}}' if cq else mw.admitted_name]
+    if mw.preempted_by_cq is not None:
+        pre_times = _times(mw.preempted_by_cq.get(cq or "", []), start, end)
+        queries.append(f'{PREEMPTED}{{preempting_cluster_queue="{cq}"}}')
+    else:
+        pre_times = []
+        queries.append(f'{EVICTED}{{reason="Preempted"}}')
+    pending_points: list[tuple[float, float]] = []
+    if cq and cq in mw.pending_by_cq:
+        queries.append(f'{PENDING}{{cluster_queue="{cq}"}}')
+        mine = mw.pending_by_cq[cq]
+        stamps = sorted({t for s in mine for t, _ in s.points if start <= t <= end})
+        pending_points = [(t, v) for t, v in ((t, sum_at(mine, t)) for t in stamps) if v is not None]
     return Rates(
-        source="metrics", cluster_queue=cq, start=start, end=end, step=step,
-        admission_times=by_cq.get(cq or "", []), preemption_times=pre_times,
-        all_admission_times=sorted(t for ts in by_cq.values() for t in ts),
-        all_preemption_times=_times(pre, start, end),
-        admissions_by_cq=by_cq, pending_by_cq=pending_latest, pending_points=pending_points,
-        attempts=attempts, queries=queries,
+        source="metrics", cluster_queue=cq, start=start, end=end, step=nice_step(end - start),
+        admission_times=mw.admissions_by_cq.get(cq or "", []), preemption_times=pre_times,
+        all_admission_times=mw.all_admission_times, all_preemption_times=mw.all_preemption_times,
+        admissions_by_cq=mw.admissions_by_cq, pending_by_cq=mw.pending_latest, pending_points=pending_points,
+        attempts=mw.attempts, queries=queries,
     )
 
 
@@ -246,7 +280,22 @@ def _dedupe(entries: list[tuple[str, float]], within: float = 5.0) -> list[float
     return sorted(t for times in by_key.values() for t in times)
 
 
-def rates_from_objects(snap: Snapshot, cq: str | None, window: float) -> Rates:
+@dataclass(frozen=True)
+class ObjectWindow:
+    """What the object-sourced Rates of every ClusterQueue share: admissions and preemptions per ClusterQueue
+    read from every Workload and event once per snapshot."""
+
+    start: float
+    end: float
+    admissions_by_cq: dict[str, list[float]]
+    preemptions_by_cq: dict[str, list[float]]
+    pending_by_cq: dict[str, float]
+    all_admission_times: list[float]
+    all_preemption_times: list[float]
+
+
+def object_window(snap: Snapshot, window: float) -> ObjectWindow:
+    """The cluster-wide part of `rates_from_objects`."""
     idx = kueue_index(snap)
     end = snap.now.timestamp()
     start = end - window
@@ -281,19 +330,28 @@ def rates_from_objects(snap: Snapshot, cq: str | None, window: float) -> Rates:
         name: float(sum(1 for w in wls if w.state == WorkloadState.PENDING and w.active and not w.is_true("Finished")))
         for name, wls in workloads_by_cluster_queue(snap).items()
     }
-    all_adm = sorted(t for ts in by_cq.values() for t in ts)
+    return ObjectWindow(
+        start=start, end=end, admissions_by_cq=by_cq, preemptions_by_cq=pre_by_cq, pending_by_cq=pending_by_cq,
+        all_admission_times=sorted(t for ts in by_cq.values() for t in ts),
+        all_preemption_times=sorted(t for ts in pre_by_cq.values() for t in ts))
+
+
+def rates_from_objects(snap: Snapshot, cq: str | None, window: float) -> Rates:
+    """Rates of `cq` from Workload conditions and events (the cluster-wide reading is memoised per window)."""
+    ow = snap.memo(("admission-rates:objects", window), lambda: object_window(snap, window))
+    start, end = ow.start, ow.end
     # Only the latest transition of each Workload survives: start the window shortly before the target
     # ClusterQueue's first observed admission or preemption (cluster-wide when it has none).
-    own = by_cq.get(cq or "", []) + pre_by_cq.get(cq or "", [])
-    seen = own or all_adm + [t for ts in pre_by_cq.values() for t in ts]
+    own = ow.admissions_by_cq.get(cq or "", []) + ow.preemptions_by_cq.get(cq or "", [])
+    seen = own or ow.all_admission_times + ow.all_preemption_times
     if seen:
         first = min(seen)
         start = max(start, first - max(900.0, 0.1 * (end - first)))
     return Rates(
         source="objects", cluster_queue=cq, start=start, end=end, step=nice_step(end - start),
-        admission_times=by_cq.get(cq or "", []), preemption_times=pre_by_cq.get(cq or "", []),
-        all_admission_times=all_adm, all_preemption_times=sorted(t for ts in pre_by_cq.values() for t in ts),
-        admissions_by_cq=by_cq, pending_by_cq=pending_by_cq,
+        admission_times=ow.admissions_by_cq.get(cq or "", []), preemption_times=ow.preemptions_by_cq.get(cq or "", []),
+        all_admission_times=ow.all_admission_times, all_preemption_times=ow.all_preemption_times,
+        admissions_by_cq=ow.admissions_by_cq, pending_by_cq=ow.pending_by_cq,
         queries=["Workload status.conditions[type=QuotaReserved|Admitted].lastTransitionTime",
                  "Workload status.conditions[type=Evicted,reason=Preempted].lastTransitionTime",
                  "events QuotaReserved/Admitted/Preempted/EvictedDueToPreempted"],
@@ -305,7 +363,9 @@ def admission_rates(snap: Snapshot, cq: str | None, window: float) -> Rates:
 
     def build() -> Rates:
         store = metric_store(snap)
-        from_metrics = rates_from_metrics(store, cq, window, snap.now.timestamp()) if store else None
+        shared = snap.memo(("admission-rates:metrics", window),
+                           lambda: metric_window(store, window, snap.now.timestamp())) if store else None
+        from_metrics = rates_from_metrics(store, cq, window, snap.now.timestamp(), shared) if shared else None
         return from_metrics or rates_from_objects(snap, cq, window)
 
     return snap.memo(("admission-rates", cq, window), build)

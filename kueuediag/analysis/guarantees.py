@@ -322,6 +322,93 @@ def guarantee_violations(snap: Snapshot) -> list[Violation]:
     return snap.memo("guarantee-violations", build)
 
 
+def violation_of(snap: Snapshot, w: WorkloadView) -> Violation | None:
+    """The entry of `guarantee_violations` for `w` (None when it does not violate), by a memoised index so a
+    per-workload caller does not scan the cluster's list."""
+    index = snap.memo("guarantee-violations:by-workload",
+                      lambda: {(v.workload.namespace, v.workload.name, v.workload.uid): v
+                               for v in guarantee_violations(snap)})
+    return index.get((w.namespace, w.name, w.uid))
+
+
+@dataclass(frozen=True)
+class ViolationSet:
+    """Violations longest first with their count per ClusterQueue, so one workload's view of "the others" costs
+    what the listing shows, not a pass over the cluster."""
+
+    items: tuple[Violation, ...]
+    by_cluster_queue: dict[str, int]
+    """in order of each ClusterQueue's first (longest) violation"""
+    position: dict[int, int]
+    """id() of each item → its index (Violations hold views, which are not hashed)"""
+    first: dict[str, int]
+    """index of each ClusterQueue's first violation"""
+    second: dict[str, int]
+    """index of each ClusterQueue's second violation, where it has one"""
+
+    @classmethod
+    def of(cls, items: list[Violation]) -> ViolationSet:
+        by_cq: dict[str, int] = {}
+        first: dict[str, int] = {}
+        second: dict[str, int] = {}
+        for i, v in enumerate(items):
+            by_cq[v.cluster_queue] = by_cq.get(v.cluster_queue, 0) + 1
+            (first if by_cq[v.cluster_queue] == 1 else second).setdefault(v.cluster_queue, i)
+        return cls(tuple(items), by_cq, {id(v): i for i, v in enumerate(items)}, first, second)
+
+    def without(self, mine: Violation | None) -> OtherViolations:
+        """Every violation but `mine`."""
+        return OtherViolations(self, self.position.get(id(mine)) if mine is not None else None)
+
+
+@dataclass(frozen=True)
+class OtherViolations:
+    """A ViolationSet minus the one at index `left_out` (a workload's own violation, when it is a member)."""
+
+    whole: ViolationSet
+    left_out: int | None
+
+    def __len__(self) -> int:
+        return len(self.whole.items) - (self.left_out is not None)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def top(self, n: int) -> list[Violation]:
+        """The `n` longest."""
+        items = self.whole.items
+        picked = [v for i, v in enumerate(items[: n + 1]) if i != self.left_out]
+        return picked[:n]
+
+    def by_cluster_queue(self) -> dict[str, int]:
+        """Count per ClusterQueue, in order of each one's longest remaining violation."""
+        counts = dict(self.whole.by_cluster_queue)
+        if self.left_out is None:
+            return counts
+        cq = self.whole.items[self.left_out].cluster_queue
+        counts[cq] -= 1
+        if not counts[cq]:
+            del counts[cq]
+            return counts
+        if self.whole.first[cq] != self.left_out:
+            return counts
+        # the ClusterQueue's longest violation was the one left out: it now ranks by its second
+        first = dict(self.whole.first, **{cq: self.whole.second[cq]})
+        return {name: counts[name] for name in sorted(counts, key=first.__getitem__)}
+
+
+def all_violations(snap: Snapshot) -> ViolationSet:
+    """`guarantee_violations` as a ViolationSet (memoised)."""
+    return snap.memo("guarantee-violations:set", lambda: ViolationSet.of(guarantee_violations(snap)))
+
+
+def stale_violations(snap: Snapshot, requeue_seconds: float) -> ViolationSet:
+    """The violations whose Kueue record is stale (`read_record` verdict ``stale``), longest first: only these
+    are guarantee violations. Memoised per requeue time."""
+    return snap.memo(("guarantee-violations:stale", requeue_seconds), lambda: ViolationSet.of(
+        [v for v in guarantee_violations(snap) if read_record(snap, v, requeue_seconds).verdict == "stale"]))
+
+
 # --- the per-flavor/resource table --------------------------------------------------------------------------
 
 
@@ -346,7 +433,12 @@ class QuotaRow:
 
 
 def quota_table(snap: Snapshot, cq: str) -> list[QuotaRow]:
-    """Per (flavor, resource): nominal, reserved, borrowed, lent, unused nominal, pending requests."""
+    """Per (flavor, resource): nominal, reserved, borrowed, lent, unused nominal, pending requests (memoised per
+    ClusterQueue)."""
+    return snap.memo(("guarantees:quota-table", cq), lambda: _quota_table(snap, cq))
+
+
+def _quota_table(snap: Snapshot, cq: str) -> list[QuotaRow]:
     pending: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
     for w in workloads_by_cluster_queue(snap).get(cq, []):
         if not is_pending(w):
@@ -372,17 +464,25 @@ def _row(q: FlavorResourceQuota, pending: Decimal) -> QuotaRow:
 
 def pending_requests(snap: Snapshot, cq: str) -> dict[str, Decimal]:
     """Σ requests of the ClusterQueue's pending workloads per resource (what
-    kueue_cluster_queue_resource_pending reports since v0.18)."""
-    out: dict[str, Decimal] = defaultdict(lambda: ZERO)
-    for w in workloads_by_cluster_queue(snap).get(cq, []):
-        if is_pending(w):
-            for r, q in w.total_requests().items():
-                out[r] += q
-    return dict(out)
+    kueue_cluster_queue_resource_pending reports since v0.18); memoised per ClusterQueue."""
+
+    def build() -> dict[str, Decimal]:
+        out: dict[str, Decimal] = defaultdict(lambda: ZERO)
+        for w in workloads_by_cluster_queue(snap).get(cq, []):
+            if is_pending(w):
+                for r, q in w.total_requests().items():
+                    out[r] += q
+        return dict(out)
+
+    return snap.memo(("guarantees:pending-requests", cq), build)
 
 
 def cohort_table(snap: Snapshot, cohort: str) -> list[dict[str, str]]:
-    """SubtreeQuota and usage per (flavor, resource) of a cohort."""
+    """SubtreeQuota and usage per (flavor, resource) of a cohort (memoised per cohort)."""
+    return snap.memo(("guarantees:cohort-table", cohort), lambda: _cohort_table(snap, cohort))
+
+
+def _cohort_table(snap: Snapshot, cohort: str) -> list[dict[str, str]]:
     tree = quota_tree(snap)
     node = tree.cohorts.get(cohort)
     if node is None:

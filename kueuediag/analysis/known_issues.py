@@ -25,12 +25,14 @@ import yaml
 from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.health import controller_pods, shares_quota_with, zombie_pods
 from kueuediag.analysis.installation import installation
+from kueuediag.analysis.messages import ReasonKind, parse_pending_message
 from kueuediag.analysis.object_path import first_text, holds
 from kueuediag.analysis.preemption_victims import quota_holding_victims, victim_blocks
+from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.analysis.signatures import BY_ID, Signature, SignatureHit, scan, signature_hits
 from kueuediag.analysis.versions import Version, behaviour, gate_introduced, has_behaviour, parse_version, satisfies
 from kueuediag.models import Confidence, Evidence, Severity, ev
-from kueuediag.quantity import format_quantity
+from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import meta, required_node_terms
 from kueuediag.snapshot.kueue import (
     ClusterQueueView,
@@ -763,6 +765,61 @@ def _preemption_over_borrowing(ctx: Context, _args: dict[str, Any]) -> Fingerpri
     return None
 
 
+def _cohort_quota_not_reclaimed(ctx: Context, _args: dict[str, Any]) -> Fingerprint | None:
+    """A pending workload that fits in the unused quota of a non-root Cohort above its ClusterQueue, while that
+    quota is borrowed by ClusterQueues outside the Cohort and the ClusterQueue may reclaim: before the fix Kueue
+    counted the request as borrowing (it exceeds the ClusterQueue's own nominal quota) and found no candidates.
+    Without that state, a reclaiming ClusterQueue in a Cohort tree is the bug's configuration only."""
+    tree = quota_tree(ctx.snap)
+    config: Fingerprint | None = None
+    for w in _pending_workloads(ctx):
+        cq_name = cluster_queue_of(ctx.idx, w) or ""
+        cq, node = ctx.idx.cluster_queues.get(cq_name), tree.cluster_queues.get(cq_name)
+        policy = str((cq.preemption if cq else {}).get("reclaimWithinCohort") or "Never")
+        if cq is None or node is None or policy == "Never":
+            continue
+        path = tree.path(cq_name)
+        if config is None and len(path) > 1:
+            config = Fingerprint(
+                f"{w.ref()} is pending in ClusterQueue {cq_name} (reclaimWithinCohort {policy}) under the Cohort "
+                f"tree {' → '.join(path)}",
+                [ev("object", f"reclaimWithinCohort {policy}", kind="ClusterQueue", name=cq_name,
+                    field="spec.preemption.reclaimWithinCohort")], _is_target(ctx, w), kind="config")
+        for r in parse_pending_message(_pending_message(w)).of(ReasonKind.INSUFFICIENT_UNUSED_QUOTA):
+            if not r.flavor or not r.resource:
+                continue
+            fr, res = (r.flavor, r.resource), r.resource
+            need = sum((ps.total().get(res, ZERO) for ps in w.pod_sets), ZERO)
+            own = node.quotas[fr].nominal if fr in node.quotas else ZERO
+            if need <= own:
+                continue
+            for name in path[:-1]:
+                co = tree.cohorts[name]
+                owned = co.subtree_quota.get(fr, ZERO)
+                room = owned - co.usage.get(fr, ZERO)
+                inside = set(tree.cluster_queues_under(name))
+                borrowers = [(n, q) for n, q in sorted(tree.cluster_queues.items()) if n not in inside
+                             and q.usage.get(fr, ZERO) > q.subtree_quota.get(fr, ZERO)]
+                if room < need or not borrowers:
+                    continue
+                return Fingerprint(
+                    f"{w.ref()} needs {format_quantity(need, res)} {res} in flavor {r.flavor}: Cohort {name} owns "
+                    f"{format_quantity(owned, res)} and has {format_quantity(room, res)} of it unused by its own "
+                    f"ClusterQueues, while {', '.join(n for n, _ in borrowers)} outside it borrow; ClusterQueue "
+                    f"{cq_name} may reclaim (reclaimWithinCohort {policy}) but its own nominal quota is "
+                    f"{format_quantity(own, res)}",
+                    [ev("condition", _pending_message(w)[:300], kind="Workload", name=w.name,
+                        namespace=w.namespace, field="status.conditions[type=QuotaReserved].message"),
+                     ev("object", f"{format_quantity(owned, res)} {res} in {r.flavor} under Cohort {name} "
+                                  f"(parent {co.parent})", kind="Cohort", name=name, field="spec.resourceGroups"),
+                     *(ev("derived", f"uses {format_quantity(q.usage.get(fr, ZERO), res)} {res} in {r.flavor} "
+                                     f"with {format_quantity(q.subtree_quota.get(fr, ZERO), res)} of its own: "
+                                     "borrowing", kind="ClusterQueue", name=n, field="status")
+                       for n, q in borrowers)],
+                    _is_target(ctx, w))
+    return config
+
+
 DETECTORS: dict[str, Callable[[Context, dict[str, Any]], Fingerprint | None]] = {
     "borrowing-cq-zero-share": _borrowing_zero_share,
     "fair-sharing-borrowing": _fair_sharing_borrowing,
@@ -776,4 +833,5 @@ DETECTORS: dict[str, Callable[[Context, dict[str, Any]], Fingerprint | None]] = 
     "tas-hostname-equals-top-level": _hostname_top_level,
     "queue-name-not-propagated": _queue_name_not_propagated,
     "preemption-over-borrowing": _preemption_over_borrowing,
+    "cohort-quota-not-reclaimed": _cohort_quota_not_reclaimed,
 }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -370,13 +371,14 @@ def latest(series: Series) -> Point | None:
 
 
 def value_at(series: Series, t: float) -> float | None:
-    """The last value at or before ``t`` (None before the first point)."""
-    found: float | None = None
-    for ts, v in series.points:
-        if ts > t:
-            break
-        found = v
-    return found
+    """The last value at or before ``t`` (None before the first point). A binary search: callers sweep every
+    sample time of long histories, so a linear scan here made them quadratic."""
+    i = bisect_right(series.points, t, key=_time_of)
+    return series.points[i - 1][1] if i else None
+
+
+def _time_of(point: Point) -> float:
+    return point[0]
 
 
 def in_range(series: Series, start: float | None = None, end: float | None = None) -> Series:
