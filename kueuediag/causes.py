@@ -381,7 +381,7 @@ NEXT_STEPS: dict[CauseSlug, NextStep] = {
     CauseSlug.NODE_UNHEALTHY: _I, CauseSlug.ADMISSION_GATED: _I, CauseSlug.FOREIGN_SCHEDULING_GATE: _I,
     CauseSlug.ADMISSION_CHECK_REJECTED: _I,
     CauseSlug.WORKLOAD_INVALID: NextStep.RESUBMIT, CauseSlug.TOPOLOGY_NO_FIT: NextStep.RESUBMIT,
-    CauseSlug.FLAVOR_ASSIGNMENT_CONFLICT: NextStep.RESUBMIT,
+    CauseSlug.FLAVOR_ASSIGNMENT_CONFLICT: NextStep.RESUBMIT, CauseSlug.NO_MATCHING_FLAVOR: NextStep.RESUBMIT,
 }
 
 CAUSES: tuple[Cause, ...] = tuple(

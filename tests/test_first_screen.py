@@ -122,6 +122,7 @@ ADVICE_ONLY = {
     "admission-gated": "investigate", "foreign-scheduling-gate": "investigate",
     "admission-check-rejected": "investigate",
     "workload-invalid": "resubmit", "topology-no-fit": "resubmit", "flavor-assignment-conflict": "resubmit",
+    "no-matching-flavor": "resubmit",
 }
 ADVICE_WORDS = {"wait": r"\b(Wait|wait|resolves|Live order|Fix or remove the head|priority)\b",
                 "nothing": r"^Nothing to do for Kueue", "upgrade": r"^Upgrade Kueue to v\d"}
@@ -133,9 +134,6 @@ NO_CHECKABLE_CHANGE: dict[str, str] = {
     "KD001:LocalQueue does not exist (typo)": _RESUBMIT + "; the box names the LocalQueue meant",
     "KD902:v0.12.1 A queue-name label added after creation is never picked up (#5047)": _RESUBMIT,
     "incident:kueue-7929-no-localqueue": _RESUBMIT + " (its Workload has no queue name)",
-    "KD005:every flavor excluded by nodeSelector and untolerated taint": _RESUBMIT + " with the flavor's tolerations",
-    "KD902:v0.18.4 Editing a ResourceFlavor's nodeTaints does not retry inadmissible workloads (#13687)":
-        _RESUBMIT + " (Kueue does not retry it after a flavor edit)",
     "KD001:child Job of a JobSet points at the JobSet's Workload": "the cause belongs to the parent JobSet: the box "
                                                                   "gives its diagnosis",
     "KD001:labelled job in a managed namespace without a Workload yet (seconds old)": "Kueue has not reconciled the "

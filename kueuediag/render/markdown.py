@@ -3,17 +3,8 @@
 from __future__ import annotations
 
 from kueuediag.models import Fix, Outcome, Verdict
-from kueuediag.render.common import (
-    FIX_LABELS,
-    NO_CAUSE,
-    NO_CHECKED_FIX,
-    confidence_line,
-    data_lines,
-    evidence_line,
-    run_note,
-    snapshot_command,
-    workload_line,
-)
+from kueuediag.render import common
+from kueuediag.render.common import FIX_LABELS, confidence_line, data_lines, evidence_line, run_note, workload_line
 
 
 def _esc(text: str) -> str:
@@ -69,8 +60,8 @@ def _first_fix(v: Verdict) -> list[str]:
     fix: Fix | None = v.first_fix
     if fix is None:
         if v.primary is None:
-            return [f"**Next step:** {NO_CAUSE}", "", "```sh", snapshot_command(v), "```"]
-        return [f"**No checked fix:** {NO_CHECKED_FIX}"]
+            return [f"**Next step:** {common.NO_CAUSE}", "", "```sh", common.snapshot_command(v), "```"]
+        return [f"**No checked fix:** {common.NO_CHECKED_FIX}"]
     label = FIX_LABELS[fix.status]
     heading = f"**First {label}:**" if fix.status.value != "advice" else f"**{label[:1].upper()}{label[1:]}:**"
     out = [f"{heading} {_esc(fix.text) if fix.text != fix.command else ''}".rstrip()]
