@@ -95,8 +95,7 @@ class AdmissionRate(Check):
             "preemptions": len(rates.preemption_times), "admissions_cluster": len(rates.all_admission_times),
             "preemptions_cluster": len(rates.all_preemption_times),
             "pending": rates.pending_by_cq.get(cq), "attempts": rates.attempts, "sparklines": spark,
-            "cluster_sparklines": {"admissions": sparkline(rates.buckets(rates.all_admission_times)),
-                                   "preemptions": sparkline(rates.buckets(rates.all_preemption_times))},
+            "cluster_sparklines": _cluster_sparklines(snapshot, rates),
         }
         trickle = detect_trickle(rates.admission_times, min_events=int(self.opts["min_admissions"]),
                                  min_gap=float(self.opts["min_gap_seconds"]), max_cv=float(self.opts["max_cv"]))
@@ -213,8 +212,7 @@ class AdmissionRate(Check):
         if not self._pending_persisted(w, cq, rates, rates.end - stall) or not _fits_free_nominal(snap, cq, w):
             return None
         since = rates.end - stall
-        stalled = sorted(c for c, p in rates.pending_by_cq.items()
-                         if p > 0 and rates.count_since(rates.admissions_by_cq.get(c, []), since) == 0)
+        stalled = _stalled(snap, rates, since)
         last = max(rates.admission_times, default=None)
         quiet = rates.end - last if last is not None else rates.window
         heads = [h for h in blocked_heads(snap) if h.cluster_queue in stalled]
@@ -288,6 +286,20 @@ class AdmissionRate(Check):
             ]
         return self.contribute(cause, title, message, severity=Severity.MEDIUM, confidence=confidence,
                             evidence=evidence, remediation=remediation, data=data)
+
+
+def _cluster_sparklines(snap: Snapshot, rates: Rates) -> dict[str, str]:
+    """The cluster-wide sparklines: the same for every ClusterQueue read over the same window (memoised)."""
+    return snap.memo(("KD301:cluster-sparklines", rates.source, rates.start, rates.end, rates.step), lambda: {
+        "admissions": sparkline(rates.buckets(rates.all_admission_times)),
+        "preemptions": sparkline(rates.buckets(rates.all_preemption_times))})
+
+
+def _stalled(snap: Snapshot, rates: Rates, since: float) -> list[str]:
+    """ClusterQueues with pending work and no admission since `since` (memoised per window)."""
+    return snap.memo(("KD301:stalled", rates.source, rates.end, since), lambda: sorted(
+        c for c, p in rates.pending_by_cq.items()
+        if p > 0 and rates.count_since(rates.admissions_by_cq.get(c, []), since) == 0))
 
 
 def _fits_free_nominal(snap: Snapshot, cq: str, w: WorkloadView) -> bool:

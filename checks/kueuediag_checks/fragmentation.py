@@ -12,15 +12,12 @@ from kueuediag.analysis.capacity import (
     Holes,
     LevelDomains,
     NodeCapacity,
+    NodeMatch,
     Placement,
     fmt_qty,
     fragmentation,
-    holes,
     main_resource,
     matching_nodes,
-    place,
-    short_in_total,
-    topology_domains,
     total_slots,
 )
 from kueuediag.analysis.flavor_match import flavor_tolerations_count, spec_exclusion
@@ -68,6 +65,8 @@ class _FlavorEval:
     placement: Placement
     quota_ok: bool
     quota_note: str
+    match: NodeMatch
+    """the flavor's nodes for this pod shape (answers about them are memoised on it)"""
     facts: dict[str, dict[str, bool | None]] = field(default_factory=dict)
     """what the recomputation concluded about objects (Finding.data["facts"]), when it decided"""
     levels: list[LevelDomains] = field(default_factory=list)
@@ -167,8 +166,8 @@ class Fragmentation(Check):
         tas_evals = [e for e in usable if e.topology]
         if tas_evals and not holds_quota:
             return CheckResult.fired([self._topology_finding(snapshot, w, tas_evals[0], None, confident=False)])
-        fragmented = [e for e in usable if e.need > ZERO and not short_in_total(
-            e.nodes, [Demand(ps.name, dict(ps.requests), n) for ps, n in e.pod_sets])]
+        fragmented = [e for e in usable if e.need > ZERO and not e.match.short_in_total(
+            [Demand(ps.name, dict(ps.requests), n) for ps, n in e.pod_sets])]
         if not fragmented:
             return CheckResult.ruled_out(
                 *(self._clear_ev(e, "short in total, not fragmented") for e in usable),
@@ -222,20 +221,20 @@ class Fragmentation(Check):
         first = sets[0][0]
         match = matching_nodes(snap, fv, first.spec)
         resource = main_resource(first.requests, gpus)
-        h = holes(match.nodes, resource)
+        h = match.holes(resource)
         need = sum((ps.requests.get(resource, ZERO) * n for ps, n in sets), ZERO)
-        placement = place(match.nodes, [Demand(ps.name, dict(ps.requests), n) for ps, n in sets], gpus)
+        placement = match.place([Demand(ps.name, dict(ps.requests), n) for ps, n in sets], gpus)
         quota_ok, note = _quota_available(snap, w, cq, fv.name, sets, msg)
         facts: dict[str, dict[str, bool | None]] = {}
         if not w.holds_quota and cq is not None:
             facts = fit_facts(w, workload_fit(snap, w, cq.name), only={(ps.name, fv.name) for ps, _ in sets})
         ev_ = _FlavorEval(flavor=fv, pod_sets=sets, nodes=match.nodes, excluded=match.excluded, resource=resource,
                           holes=h, need=need, placement=placement, quota_ok=quota_ok, quota_note=note,
-                          facts=facts)
+                          match=match, facts=facts)
         levels = idx.topologies.get(fv.topology_name or "") if fv.topology_name else None
         if fv.topology_name and levels:
             ev_.topology = fv.topology_name
-            ev_.levels = topology_domains(match.nodes, levels, resource, first.requests)
+            ev_.levels = match.topology_domains(levels, resource, first.requests)
             ev_.tas_level = _tas_request(w, first)
             ev_.tas_fits = _tas_fits(ev_)
         return ev_

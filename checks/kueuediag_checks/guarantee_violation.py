@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from kueuediag.analysis.guarantees import (
@@ -364,12 +365,13 @@ class GuaranteeViolation(Check):
         if not store:
             return []
         out = []
-        hist = pending_workloads_history(store, cq, snap.now)
+        hist = snap.memo(("KD101:pending-history", cq), lambda: pending_workloads_history(store, cq, snap.now))
         if hist is not None:
             seconds, selector = hist
             out.append(ev("metric", f"{selector} > 0 for {human_duration(seconds)}", field=selector))
         for (_, resource), need in sorted(v.fit.requests().items()):
-            found = resource_pending_history(store, cq, resource, need, snap.now)
+            found = snap.memo(("KD101:resource-pending-history", cq, resource, need),
+                              partial(resource_pending_history, store, cq, resource, need, snap.now))
             if found is not None:
                 seconds, latest, sel = found
                 out.append(ev("metric", f"{sel} = {latest:g}, at least the request "

@@ -12,11 +12,8 @@ from typing import Any
 from kueuediag.analysis.capacity import (
     Demand,
     fmt_qty,
-    holes,
     main_resource,
     matching_nodes,
-    place,
-    short_in_total,
     topology_assignment,
 )
 from kueuediag.analysis.messages import ReasonKind, Rejection, api_rejection
@@ -650,13 +647,13 @@ def _fragmentation(snap: Snapshot, pod: PodView, pending: list[PodView],
     same = [p for p in pending if p.requests == shape]
     res = main_resource(shape)
     match = matching_nodes(snap, None, spec)
-    h = holes(match.nodes, res)
+    h = match.holes(res)
     per = shape.get(res, ZERO)
     demand = [Demand("pending", dict(shape), len(same))]
-    if per <= ZERO or h.largest >= per or short_in_total(match.nodes, demand):
+    if per <= ZERO or h.largest >= per or match.short_in_total(demand):
         # nothing free in aggregate, or a big-enough hole exists (then other resources bind): not fragmentation
         return None
-    placement = place(match.nodes, demand)
+    placement = match.place(demand)
     if placement.fits:
         return None
     slots = sum(placement.slots.values())

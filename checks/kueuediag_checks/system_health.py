@@ -332,7 +332,8 @@ class SystemHealth(Check):
     # --- nodes -----------------------------------------------------------------------------------------------
 
     def _nodes(self, ctx: _Ctx) -> list[Finding]:
-        problems = [(n, why) for n in nodes(ctx.snap) if (why := _node_problems(n))]
+        problems = ctx.snap.memo("system-health:node-problems",
+                                 lambda: [(n, why) for n in nodes(ctx.snap) if (why := _node_problems(n))])
         if not problems:
             return []
         flavor_labels = _target_flavor_labels(ctx)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from kueuediag.analysis.well_formed import node_room, require_well_formed
 from kueuediag.quantity import ZERO
@@ -35,6 +35,8 @@ PODS = "pods"
 
 Shape = Mapping[str, Decimal]
 """Per-pod requests (resource → quantity)."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,34 @@ class NodeMatch:
     excluded: dict[str, int]
     """reason → node count: 'nodeLabels', 'nodeSelector/affinity', 'taint "<key>=<value>:<Effect>"'"""
 
+    _cache: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
+    """answers about these nodes (holes, placements): a NodeMatch is memoised on the snapshot per (flavor,
+    constraints), so every workload of one shape asks them once"""
+
+    def _memo(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        if key not in self._cache:
+            self._cache[key] = compute()
+        found: T = self._cache[key]
+        return found
+
+    def holes(self, resource: str) -> Holes:
+        """:func:`holes` of these nodes (memoised)."""
+        return self._memo(("holes", resource), lambda: holes(self.nodes, resource))
+
+    def place(self, demands: Sequence[Demand], gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES) -> Placement:
+        """:func:`place` onto these nodes (memoised per demands)."""
+        return self._memo(("place", _demands_key(demands), tuple(gpu_resources)),
+                          lambda: place(self.nodes, demands, gpu_resources))
+
+    def short_in_total(self, demands: Sequence[Demand]) -> dict[str, Decimal]:
+        """:func:`short_in_total` on these nodes (memoised per demands)."""
+        return self._memo(("short", _demands_key(demands)), lambda: short_in_total(self.nodes, demands))
+
+    def topology_domains(self, levels: Sequence[str], resource: str, shape: Shape) -> list[LevelDomains]:
+        """:func:`topology_domains` of these nodes (memoised)."""
+        return self._memo(("topology", tuple(levels), resource, tuple(sorted(shape.items()))),
+                          lambda: topology_domains(self.nodes, levels, resource, shape))
+
     @property
     def usable(self) -> tuple[NodeCapacity, ...]:
         return tuple(n for n in self.nodes if n.usable)
@@ -159,9 +189,14 @@ def matching_nodes(snap: Snapshot, flavor: FlavorView | None, pod_spec: Mapping[
         constraint["flavor"] = [flavor.name, flavor.node_labels, flavor.tolerations]
     key = ("capacity", "match", json.dumps(constraint, sort_keys=True, default=str))
     match: NodeMatch = snap.memo(key, lambda: _match(snap, flavor, spec))
-    where = f"flavor {flavor.name}" if flavor is not None else "the pod's constraints"
-    room = node_room({c.name for c in match.nodes}, flavor.node_labels if flavor is not None else {})
-    require_well_formed(snap, room, f"the free capacity of the nodes of {where}")
+
+    def well_formed() -> bool:  # raises (and is not memoised) when malformed
+        where = f"flavor {flavor.name}" if flavor is not None else "the pod's constraints"
+        room = node_room({c.name for c in match.nodes}, flavor.node_labels if flavor is not None else {})
+        require_well_formed(snap, room, f"the free capacity of the nodes of {where}")
+        return True
+
+    snap.memo((*key, "well-formed"), well_formed)
     return match
 
 
@@ -333,6 +368,10 @@ class Placement:
     """pod set → slots for its shape on the free room alone (not sharing with other pod sets)"""
     assignment: dict[str, dict[str, int]] = field(default_factory=dict)
     """pod set → node → pods"""
+
+
+def _demands_key(demands: Sequence[Demand]) -> tuple[tuple[object, ...], ...]:
+    return tuple((d.name, tuple(sorted(d.shape.items())), d.count) for d in demands)
 
 
 def _dominance(shape: Mapping[str, Decimal], gpu_resources: Sequence[str]) -> tuple[Decimal, ...]:

@@ -9,6 +9,7 @@ KD902 (known-issues) both read them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -309,12 +310,16 @@ def controller_activity(snap: Snapshot, since: datetime) -> ControllerActivity:
         state = p.waiting_reason or ("Ready" if p.ready else "not Ready")
         problems.append(f"controller pod {p.namespace}/{p.name}: {state}, {p.restarts} restart(s)"
                         + (f", last exit {p.last_terminated_reason}" if p.last_terminated_reason else ""))
-    lines = log_lines(snap) if snap.logs_text else []
-    covered = [ln for ln in lines if ln.ts is not None]
+    def timeline() -> tuple[datetime | None, list[datetime]]:
+        """(newest timestamp, sorted times of scheduling-cycle lines), read once per snapshot."""
+        covered = [ln for ln in (log_lines(snap) if snap.logs_text else []) if ln.ts is not None]
+        newest = max((ln.ts for ln in covered if ln.ts is not None), default=None)
+        return newest, sorted(ln.ts for ln in covered if ln.ts is not None and "schedulingCycle" in ln.fields)
+
+    newest, cycles = snap.memo("health:scheduling-cycle-times", timeline)
     scheduling: int | None = None
-    if covered and max(ln.ts for ln in covered if ln.ts is not None) >= since:
-        scheduling = sum(1 for ln in covered if ln.ts is not None and ln.ts >= since
-                         and "schedulingCycle" in ln.fields)
+    if newest is not None and newest >= since:
+        scheduling = len(cycles) - bisect_left(cycles, since)
         if scheduling == 0:
             problems.append(f"no scheduling-cycle log line since {since.isoformat()} although the log covers "
                             "that window")

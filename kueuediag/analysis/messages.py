@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -282,8 +282,10 @@ def _reason(e: CatalogEntry, m: re.Match[str], pod_set: str | None) -> Reason:
     )
 
 
+@lru_cache(maxsize=8192)
 def parse_pending_message(message: str) -> PendingMessage:
-    """Structured reasons from a QuotaReserved=False (or Pending event) message."""
+    """Structured reasons from a QuotaReserved=False (or Pending event) message. Cached (the result is frozen):
+    several checks read the same Workload's message, and a big cluster repeats few distinct messages."""
     raw = message or ""
     text = raw.strip()
     counts: dict[str, int] = {}

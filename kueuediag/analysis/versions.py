@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache, total_ordering
+from functools import cache, lru_cache, total_ordering
 from importlib import resources
 from typing import Any
 
@@ -58,8 +58,10 @@ class Version:
         return self._key() < other._key()
 
 
+@lru_cache(maxsize=1024)
 def parse_version(text: str | None) -> Version | None:
-    """``v0.13.2`` → Version(0, 13, 2); None for junk (image digests, ``latest``)."""
+    """``v0.13.2`` → Version(0, 13, 2); None for junk (image digests, ``latest``). Cached: the version table's
+    constraints are re-read for every target."""
     if not text:
         return None
     t = _DESCRIBE.sub("", text.strip())
@@ -216,8 +218,10 @@ def behaviour(behaviour_id: str) -> Behaviour:
     return table().behaviours[behaviour_id]
 
 
+@lru_cache(maxsize=4096)
 def has_behaviour(version: str | Version | None, behaviour_id: str) -> bool | None:
-    """Whether Kueue `version` has the behaviour; None when the version is unknown (callers must say so)."""
+    """Whether Kueue `version` has the behaviour; None when the version is unknown (callers must say so).
+    Cached: the table is fixed, and every known issue asks it for every target."""
     row = behaviour(behaviour_id)
     v = version if isinstance(version, Version) or version is None else parse_version(version)
     if v is None:

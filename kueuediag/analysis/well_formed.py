@@ -56,12 +56,7 @@ def workloads_in_quota_tree(snap: Snapshot, cluster_queue: str) -> Scope:
 
     A Workload whose ClusterQueue cannot be told is in scope: it might hold quota there.
     """
-    idx = kueue_index(snap)
-    cq = idx.cluster_queues.get(cluster_queue)
-    members = {cluster_queue}
-    if cq is not None and cq.cohort:
-        root = idx.root_of(cq.cohort)
-        members |= {q.name for q in idx.cluster_queues.values() if q.cohort and idx.root_of(q.cohort) == root}
+    members = snap.memo(("well-formed:quota-tree-members", cluster_queue), lambda: _tree_members(snap, cluster_queue))
 
     def in_scope(obj: dict[str, Any]) -> bool:
         if obj.get("kind") != "Workload":
@@ -70,6 +65,16 @@ def workloads_in_quota_tree(snap: Snapshot, cluster_queue: str) -> Scope:
         return queue is None or queue in members
 
     return in_scope
+
+
+def _tree_members(snap: Snapshot, cluster_queue: str) -> frozenset[str]:
+    idx = kueue_index(snap)
+    cq = idx.cluster_queues.get(cluster_queue)
+    members = {cluster_queue}
+    if cq is not None and cq.cohort:
+        root = idx.root_of(cq.cohort)
+        members |= {q.name for q in idx.cluster_queues.values() if q.cohort and idx.root_of(q.cohort) == root}
+    return frozenset(members)
 
 
 def workloads_in_cluster_queue(snap: Snapshot, cluster_queue: str) -> Scope:
