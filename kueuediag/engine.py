@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kueuediag import __version__  # noqa: F401  (re-exported for renderers)
@@ -140,18 +140,25 @@ EMPTY_LIST = ("returned an empty list, which says nothing about what was looked 
               "CheckResult.ruled_out(evidence), could_not_check(input, reason) or not_applicable(reason)")
 
 
-def _override(f: Finding, settings: Settings, cls_map: dict[str, type[Check]]) -> Finding | None:
+def override_finding(f: Finding, settings: Settings, classes: Mapping[str, type[Check]]) -> Finding | None:
+    """The finding as the configuration wants it shown: None when its cause is ignored, else with a configured
+    severity override (`severity: {KD101: high}` by code, family or cause slug) applied.
+
+    Public so every caller that shows a check's finding (`why` through :func:`diagnose`, `health`'s queue tree
+    and owner questions) applies the configuration the same way. ``classes`` maps check codes to classes.
+    """
     if f.cause in settings.ignore:
         return None
-    cls = cls_map.get(f.code)
+    cls = classes.get(f.code)
     for key, sev in settings.severity.items():
         if key == f.cause or (cls is not None and matches(key, cls)):
             return f.model_copy(update={"severity": sev})
     return f
 
 
-def _apply_ignore(run: CheckRun, settings: Settings) -> CheckRun:
-    """Drop findings and contributions of ignored causes; a run left with nothing is not applicable."""
+def drop_ignored(run: CheckRun, settings: Settings) -> CheckRun:
+    """The run without the findings and contributions of ignored causes; a run left with nothing is not
+    applicable, with the ignored causes named (public for the same reason as :func:`override_finding`)."""
     if run.outcome is not Outcome.FIRED:
         return run
     findings = tuple(f for f in run.findings if f.cause not in settings.ignore)
@@ -161,6 +168,12 @@ def _apply_ignore(run: CheckRun, settings: Settings) -> CheckRun:
     causes = sorted({f.cause for f in run.findings} | {c.cause for c in run.contributions})
     return run.model_copy(update={"outcome": Outcome.NOT_APPLICABLE, "findings": (), "contributions": (),
                                   "reason": f"all findings ({', '.join(causes)}) ignored by configuration"})
+
+
+def run_configured(check: Check, snap: Snapshot, target: Target, settings: Settings) -> CheckRun:
+    """One check run isolated (:func:`run_check`) with the configuration's ignore list applied: what
+    :func:`diagnose` does for each selected check, and what `health` does when it asks a cause's owner."""
+    return drop_ignored(run_check(check, snap, target), settings)
 
 
 def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
@@ -190,9 +203,9 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
     the snapshot (kueuediag.fixes) so that only fixes that help are printed."""
     checks = select_checks(classes, settings)
     cls_map = {c.code: type(c) for c in checks}
-    runs = [_apply_ignore(run_check(check, snap, target), settings) for check in checks]
+    runs = [run_configured(check, snap, target, settings) for check in checks]
     merged = merge_runs(runs, {c.slug: c.owner for c in all_causes()})
-    findings = [f for f in (_override(f, settings, cls_map) for f in merged) if f is not None]
+    findings = [f for f in (override_finding(f, settings, cls_map) for f in merged) if f is not None]
     info = workload_info(snap, target)
     ranked = rank(findings)
     if verify_fixes:

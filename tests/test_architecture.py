@@ -184,3 +184,32 @@ def test_the_layer_test_catches_a_violation(tmp_path: Path) -> None:
     names = _all_imports(bad)
     assert "kueuediag.render.terminal" in names and layer_of("kueuediag.render.terminal") == "engine"
     assert LAYERS.index("engine") > LAYERS.index("checks")
+
+
+
+def _private_imports_across_packages(package: str, source: str) -> list[str]:
+    """`from kueuediag.X import _name` where X's package is not ``package`` (the importer's own)."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.split(".")[0] in ("kueuediag", "kueuediag_checks"):
+            is_package = (ROOT / "kueuediag").joinpath(*node.module.split(".")[1:]).is_dir()
+            home = node.module if is_package else node.module.rsplit(".", 1)[0]
+            bad += [f"{node.module}.{a.name}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__") and home != package]
+    return bad
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_private_names_imported_from_another_package(path: Path) -> None:
+    """A private helper is free to change; another package that needs it gets a public, documented API
+    (health once called the engine's `_override` and `_apply_ignore`; now `override_finding`, `run_configured`)."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    assert not _private_imports_across_packages(package, path.read_text()), path
+
+
+def test_the_private_import_rule_catches_a_violation() -> None:
+    source = ("from kueuediag.engine import _apply_ignore\nfrom kueuediag.health.owners import _fine\n"
+              "from kueuediag.engine import run_configured\n")
+    assert _private_imports_across_packages("kueuediag.health", source) == ["kueuediag.engine._apply_ignore"]

@@ -365,3 +365,43 @@ def test_all_pending_on_the_benchmark_snapshot(tmp_path: Path) -> None:
     errored = [(d["workload"]["name"], c["code"], c["reason"]) for d in docs for c in d["checks"]
                if c["outcome"] == "errored"]
     assert errored == []
+
+
+@pytest.mark.parametrize("fixture", ["guarantee-churn", "kueue-record", "queue-problems"])
+def test_queue_tree_violation_column_is_kd101s_ruling(fixture: str) -> None:
+    """The recomputation flags waits that fit unused nominal quota; KD101 rules them out (a record too recent
+    to be stale, a record that explains the wait). The tree and its gauge show KD101's ruling, not the raw
+    recomputation: no ClusterQueue is "guarantee violated" where `why` on its workloads says it is not."""
+    from kueuediag.analysis.guarantees import guarantee_violations
+    from kueuediag.render.health_openmetrics import render_health_openmetrics
+
+    snap = load_snapshot(str(ROOT / "fixtures" / "snapshots" / fixture))
+    raw = guarantee_violations(snap)
+    assert raw, "the fixture must have waits the recomputation flags"
+    report = build_report(snap, discover(), Settings())
+    rows = {q.name: q for q in report.queues}
+    items = {i.ref.name: i for i in report.items if i.check == "guarantee-violation"}
+    for v in raw:
+        verdict = diagnose(snap, resolve(snap, f"workload/{v.workload.name}", v.workload.namespace), discover(),
+                           Settings(), verify_fixes=False)
+        kd101 = [r.finding for r in verdict.findings if r.finding.cause == "guarantee-violation"
+                 and r.finding.about_target]
+        assert kd101 == [], f"{v.workload.name}: KD101 confirms it; pick a fixture where it rules the wait out"
+        row = rows[v.cluster_queue]
+        assert row.violation_seconds is None and row.violating_workloads == 0, row
+        item = items[v.cluster_queue]
+        assert item.finding is None and "KD101 rules it out" in item.note, item.note
+    text = render_health_openmetrics(report)
+    for cq in {v.cluster_queue for v in raw}:
+        assert f'kueuediag_cluster_queue_guarantee_violation_seconds{{cluster_queue="{cq}"}} 0' in text
+
+
+def test_queue_tree_violation_column_agrees_with_kd101_when_it_fires() -> None:
+    snap = load_snapshot(str(SCENARIOS / "guarantee-violation"))
+    report = build_report(snap, discover(), Settings())
+    bio = next(q for q in report.queues if q.name == "bio-a100")
+    item = next(i for i in report.items if i.check == "guarantee-violation" and i.ref.name == "bio-a100")
+    assert item.finding is not None and item.finding.code == "KD101"
+    minutes = item.finding.data["violation_minutes"]
+    assert bio.violation_seconds is not None and abs(bio.violation_seconds / 60 - minutes) < 0.1
+    assert bio.violating_workloads >= 1

@@ -71,6 +71,16 @@ CASES = [
     Expect("kueue-12949-borrow-needs-flavor-in-cq", "job/road-train-4", "road", "waiting-for-quota", "kueue",
            ("base-flavor-1", "0 borrowable", "road/job-road-train-0-7b8c0 (8)"),
            ("ClusterQueue/base-queue", "Workload/job-road-train-0-7b8c0")),
+    Expect("kueue-14811-podsready-eviction-keeps-quota", "job/eval-sweep-17", "research", "waiting-for-quota",
+           "kueue", ("ml-prod/jobset-llm-pretrain-4d5e6 of prod (32", "Evicted (PodsReadyTimeout)",
+                     "its JobSet suspended with no running pods, but it still holds its quota reservation"),
+           ("Workload/jobset-llm-pretrain-4d5e6",)),
+    Expect("kueue-13374-default-queue-in-unmanaged-namespace", "job/nightly-report", "analytics", "not-managed",
+           "submission", ("outside managedJobsNamespaceSelector", "kueue.x-k8s.io/queue-name=default and "
+                          "spec.suspend=true", "kueue#13374"), ("LocalQueue/default", "Job/nightly-report")),
+    Expect("kueue-3721-flavor-tolerations-ignored", "job/sample-job", "default", "no-matching-flavor", "submission",
+           ("untolerated taint key=value:NoExecute", "spec.tolerations of default-flavor tolerate its nodeTaints",
+            "since v0.10.0"), ("ResourceFlavor/default-flavor",)),
 ]
 
 
@@ -111,3 +121,11 @@ def test_every_incident_has_a_readme_citing_its_thread_and_a_case() -> None:
     for name in folders:
         readme = (INCIDENTS / name / "README.md").read_text()
         assert "https://github.com/" in readme and "Kueue version: v" in readme and "Established cause:" in readme
+
+
+def test_stopped_reservation_advice_comes_first() -> None:
+    """The quota a recovery-evicted JobSet still reserves is the first thing to act on, not a wait."""
+    v = verdict("kueue-14811-podsready-eviction-keeps-quota", "job/eval-sweep-17", "research")
+    first = v.findings[0].finding.remediation[0]
+    assert first.startswith("Workload ml-prod/jobset-llm-pretrain-4d5e6") and "deactivate it" in first
+

@@ -2,6 +2,8 @@
 
 * a cluster-wide stall is `controller-unhealthy` only with controller evidence (a crash loop, restarts, or a log
   that covers the stall without a scheduling cycle); with a Ready controller visibly evaluating the heads it is not;
+* "no admission for an hour" in a cohort whose every GPU is held, the scheduler evaluating the heads and writing
+  fresh `insufficient unused quota` messages, is quota: the heads wait for it and the holders are named;
 * `preemption-in-progress` (short grace, victims terminating now) versus `slow-preemption` (long grace / preStop)
   versus the serialised-preemption known issue, which corroborates only when its signature (plain-pod victims
   holding quota through a long termination, gate off) is present.
@@ -18,6 +20,7 @@ from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.models import Verdict
 from kueuediag.registry import discover
+from kueuediag.snapshot.kueue import workloads
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 
@@ -83,3 +86,24 @@ def test_known_issue_stays_silent_when_its_signature_is_absent() -> None:
     v = verdict("ki-serialized-pod-preemption-gate-on", "workload/llm-server-hi-4k2p", "inference")
     assert v.cause == "slow-preemption"
     assert "known-issue" not in causes(v)
+
+
+def test_an_hour_without_admissions_in_a_full_cohort_is_quota_not_the_controller() -> None:
+    snap = load_snapshot(str(SNAPSHOTS / "lookalike-quiet-cohort-full"))
+    admitted = [c.last_transition for w in workloads(snap) if w.holds_quota
+                for c in [w.cond("QuotaReserved")] if c is not None and c.last_transition is not None]
+    assert len(admitted) == 4 and max(admitted) <= snap.now - timedelta(hours=1)  # the stall is real
+    activity = controller_activity(snap, snap.now - timedelta(hours=1))
+    assert activity.problems == () and activity.scheduling_lines >= 100  # the scheduler is visibly evaluating
+    for team in ("a", "b"):
+        v = verdict("lookalike-quiet-cohort-full", f"job/pretrain-{team}-3", f"team-{team}")
+        assert v.cause == "waiting-for-quota" and v.layer.value == "kueue", causes(v)
+        assert "controller-unhealthy" not in causes(v), causes(v)
+        top = v.findings[0].finding
+        assert any("insufficient unused quota for nvidia.com/gpu in flavor h100" in e.observed for e in top.evidence)
+        holders = {e.ref.name for e in top.evidence if e.ref is not None and e.ref.kind == "Workload"}
+        assert {f"job-pretrain-{team}-1-{'5f00a' if team == 'a' else '5f20a'}",
+                f"job-pretrain-{team}-2-{'5f10a' if team == 'a' else '5f30a'}"} <= holders
+        assert f"2 workload(s) of ClusterQueue team-{team} hold 16 nvidia.com/gpu in flavor h100" in top.message
+        assert "0 borrowable" in top.title
+

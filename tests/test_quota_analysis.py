@@ -277,6 +277,50 @@ def test_holders_own_and_borrowers(tree_snap: Snapshot) -> None:
     assert h.own_total == D(7) and h.borrowed_total == D(2)
 
 
+def test_cohort_holders_when_the_queue_holds_nothing(tree_snap: Snapshot) -> None:
+    """A ClusterQueue that must borrow is told which workloads of the other queues hold the flavor."""
+    h = quota_holders(tree_snap, "team-b", "a100", GPU)
+    assert [(x.name, x.cluster_queue, x.amount) for x in h.cohort] == [
+        ("a-run2", "team-a", D(4)), ("c-run", "team-c", D(4)), ("a-run1", "team-a", D(3))]
+    assert all(x.note == "" for x in (*h.own, *h.cohort))
+
+
+def _evicted(w: dict[str, Any], owner_uid: str) -> dict[str, Any]:
+    w["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "job", "uid": owner_uid,
+                                         "controller": True}]
+    w["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout",
+                                      "message": "Exceeded the PodsReady timeout a/a-run1",
+                                      "lastTransitionTime": "2026-11-20T09:30:00Z"})
+    return w
+
+
+def _job(uid: str, suspended: bool) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job", "namespace": "a", "uid": uid},
+            "spec": {"suspend": suspended, "template": {"spec": {"containers": []}}}}
+
+
+def test_evicted_holder_is_marked_only_once_its_job_is_stopped() -> None:
+    """An eviction in progress (job still running) holds quota normally; a suspended job with no running pods
+    whose Workload still reserves quota holds it for nothing, and is marked."""
+    for suspended, pod_phase, marked in ((True, None, True), (False, None, False), (True, "Running", False)):
+        objs = [o for o in _tree_objects() if o["metadata"]["name"] != "a-run1"]
+        objs += [_evicted(_wl("a", "a-run1", "q", {GPU: "3"}, admitted_in="team-a"), "job-uid"),
+                 _job("job-uid", suspended),
+                 {"apiVersion": "v1", "kind": "Pod", "spec": {}, "status": {"phase": "Running"},
+                  "metadata": {"name": "other", "namespace": "kube-system", "uid": "p0"}}]
+        if pod_phase:
+            objs.append({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": "job-x", "namespace": "a", "uid": "p1",
+                                      "ownerReferences": [{"kind": "Job", "name": "job", "uid": "job-uid"}]},
+                         "spec": {}, "status": {"phase": pod_phase}})
+        h = quota_holders(_snap(objs), "team-a", "a100", GPU)
+        note = next(x.note for x in h.own if x.name == "a-run1")
+        assert bool(note) is marked, (suspended, pod_phase, note)
+        if marked:
+            assert note == ("Evicted (PodsReadyTimeout) since 2026-11-20T09:30:00Z, its Job suspended with no "
+                            "running pods, but it still holds its quota reservation")
+
+
 def test_exact_decimal_cpu_and_memory() -> None:
     objs = [
         _flavor("default"),

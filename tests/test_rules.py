@@ -113,6 +113,56 @@ def test_guarantee_violation_fires_and_stays_quiet(tmp_path: Path) -> None:
     }])
 
 
+def _queue(name: str, quota: dict[tuple[str, str], tuple[int, int]], demand: dict[str, int],
+           pending: int, **extra: str) -> list[dict[str, str]]:
+    """Series of one ClusterQueue: (flavor, resource) → (nominal, reserved), resource → pending requests."""
+    out = []
+    for (flavor, resource), (nominal, reserved) in quota.items():
+        labels = {"cluster_queue": name, "flavor": flavor, "resource": resource, **LEADER, **extra}
+        out.append(series("kueue_cluster_queue_nominal_quota", f"{nominal}x40", **labels))
+        out.append(series("kueue_cluster_queue_resource_reservation", f"{reserved}x40", **labels))
+    for resource, amount in demand.items():
+        out.append(series("kueue_cluster_queue_resource_pending", f"{amount}x40", cluster_queue=name,
+                          resource=resource, **LEADER))
+    out.append(series("kueue_pending_workloads", f"{pending}x40", cluster_queue=name, status="inadmissible",
+                      **LEADER))
+    return out
+
+
+def test_guarantee_violation_edge_cases(tmp_path: Path) -> None:
+    """Where the old per-resource sum misled: every requested resource must have room, per flavor (not summed
+    over flavors), a lone pending workload's request must fit, and kueuediag's gauge (KD101) overrides."""
+    gpu, cpu = "nvidia.com/gpu", "cpu"
+    inputs = [
+        # cpu-room: 10 cpu free and 2 pending, but the pending workloads also want GPUs and none is free -> quiet
+        *_queue("cpu-room", {("h100", gpu): (8, 8), ("std", cpu): (32, 22)}, {gpu: 4, cpu: 2}, 2),
+        # borrow: h100 has 4 unused, a100 is 4 above nominal (borrowing); a sum over flavors is 0 -> fires (4)
+        *_queue("borrow", {("h100", gpu): (8, 4), ("a100", gpu): (4, 8)}, {gpu: 2}, 3),
+        # lone-big: the only pending workload asks 8 GPUs, 4 are free -> quiet (it does not fit)
+        *_queue("lone-big", {("h100", gpu): (8, 4)}, {gpu: 8}, 1),
+        # two-big: two pending workloads ask 8 in all, 4 free: one of them may fit -> fires (4); KD101 decides
+        *_queue("two-big", {("h100", gpu): (8, 4)}, {gpu: 8}, 2),
+        # uncovered: pending demand for a resource the ClusterQueue has no quota for -> quiet
+        *_queue("uncovered", {("h100", gpu): (8, 0)}, {gpu: 1, "example.com/fpga": 1}, 1),
+        # ruled-out: the metrics say room and demand, but kueuediag's gauge (KD101's ruling) says 0 -> quiet
+        *_queue("ruled-out", {("h100", gpu): (8, 0)}, {gpu: 2}, 1),
+        series("kueuediag_cluster_queue_guarantee_violation_seconds", "0x40", cluster_queue="ruled-out"),
+        # single-fits: one pending workload asking 2 of 4 free GPUs and 1 of 10 free cpu -> fires on both
+        *_queue("single-fits", {("h100", gpu): (8, 4), ("std", cpu): (16, 6)}, {gpu: 2, cpu: 1}, 1),
+    ]
+    run_promtool_tests(tmp_path, [{
+        "interval": "1m", "input_series": inputs,
+        "alert_rule_test": [
+            {"eval_time": "20m", "alertname": "KueueGuaranteeViolation", "exp_alerts": [
+                expect("KueueGuaranteeViolation", "4", cluster_queue="borrow", resource=gpu),
+                expect("KueueGuaranteeViolation", "10", cluster_queue="single-fits", resource=cpu),
+                expect("KueueGuaranteeViolation", "4", cluster_queue="single-fits", resource=gpu),
+                expect("KueueGuaranteeViolation", "4", cluster_queue="two-big", resource=gpu),
+            ]},
+        ],
+    }])
+
+
 def test_admission_trickle_and_stall(tmp_path: Path) -> None:
     inputs = [
         # t: one admission every 20 minutes while 5 wait -> trickle

@@ -9,7 +9,7 @@ from kueuediag.analysis.messages import checks_in_state, rejected_checks
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
-from kueuediag.snapshot.k8s import Condition, conditions, meta
+from kueuediag.snapshot.k8s import conditions, meta
 from kueuediag.snapshot.kueue import (
     AdmissionCheckState,
     WorkloadState,
@@ -21,6 +21,7 @@ from kueuediag.snapshot.kueue import (
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import format_rfc3339, human_duration
+from kueuediag_checks._evidence import condition_ev
 
 WAITING_MSG = "waiting for all admitted workloads to be in PodsReady condition"
 PR_CONDITIONS = ("Accepted", "Provisioned", "Failed", "CapacityRevoked", "BookingExpired")
@@ -118,7 +119,7 @@ class AdmissionChecks(Check):
         ]
         for c in (evicted, requeued):
             if c is not None and c.reason == "PodsReadyTimeout":
-                evidence.append(_cond_ev(w, c))
+                evidence.append(condition_ev(w, c))
         underlying = _eviction_cause(w, "PodsReadyTimeout")
         cause_txt = {
             "WaitForStart": "its pods did not all become ready within the timeout after admission",
@@ -175,7 +176,7 @@ class AdmissionChecks(Check):
         blockers = [x for x in unready if x.uid != w.uid]
         evidence: list[Evidence] = []
         if qr is not None and by_condition:
-            evidence.append(_cond_ev(w, qr))
+            evidence.append(condition_ev(w, qr))
         if cfg.block_admission:
             evidence.append(
                 ev(
@@ -277,7 +278,7 @@ class AdmissionChecks(Check):
                     f"(`{admitted.message}`), and its status lists no admission check state yet: the check "
                     f"controller(s) for {shown} have not written one.",
                     confidence=Confidence.MEDIUM,
-                    evidence=[_cond_ev(w, admitted)]
+                    evidence=[condition_ev(w, admitted)]
                     + (
                         [
                             ev(
@@ -317,9 +318,9 @@ class AdmissionChecks(Check):
             return []  # evaluated again since
         names = checks_in_state(evicted.message, "Retry") or [c.name for c in w.admission_checks]
         shown = ", ".join(names) or "(unnamed)"
-        evidence = [_cond_ev(w, evicted)]
+        evidence = [condition_ev(w, evicted)]
         if requeued is not None:
-            evidence.append(_cond_ev(w, requeued))
+            evidence.append(condition_ev(w, requeued))
         evidence.append(ev("object", f"requeueState: count {w.requeue_count or 0}, requeueAt "
                            f"{format_rfc3339(w.requeue_at)} ({human_duration(overdue)} ago)", kind="Workload",
                            name=w.name, namespace=w.namespace, field="status.requeueState",
@@ -411,7 +412,7 @@ class AdmissionChecks(Check):
             and admitted.false
             and admitted.reason in ("UnsatisfiedChecks", "UnsatisfiedAdmissionChecks", "NoReservationUnsatisfiedChecks")
         ):
-            evidence.append(_cond_ev(w, admitted))
+            evidence.append(condition_ev(w, admitted))
         prs = provisioning_requests(snap, w, c.name)
         pr_text = ""
         severity = self.default_severity
@@ -425,7 +426,7 @@ class AdmissionChecks(Check):
         if retry and w.requeue_at is not None:
             evicted = w.cond("Evicted")
             if evicted is not None and evicted.reason == "AdmissionCheck":
-                evidence.insert(1, _cond_ev(w, evicted))
+                evidence.insert(1, condition_ev(w, evicted))
             left = human_duration((w.requeue_at - snap.now).total_seconds())
             evidence.append(
                 ev(
@@ -445,7 +446,7 @@ class AdmissionChecks(Check):
         elif not w.holds_quota:
             evicted = w.cond("Evicted")
             if evicted is not None:
-                evidence.insert(1, _cond_ev(w, evicted))
+                evidence.insert(1, condition_ev(w, evicted))
             lead = (
                 f"Admission check {c.name}{' (controller ' + ctrl + ')' if ctrl else ''} failed and is still "
                 f"{c.state}{age_s}: Kueue evicted the workload, released its quota and requeued it; once it gets "
@@ -497,7 +498,7 @@ class AdmissionChecks(Check):
         ]
         for cond in (w.cond("Evicted"), w.cond("DeactivationTarget")):
             if cond is not None and "AdmissionCheck" in cond.reason:
-                evidence.append(_cond_ev(w, cond))
+                evidence.append(condition_ev(w, cond))
         ac_ev, ctrl = self._check_object(snap, name)
         evidence += ac_ev
         prs = provisioning_requests(snap, w, name)
@@ -574,17 +575,6 @@ def _unready_admitted(snap: Snapshot) -> list[WorkloadView]:
     return snap.memo("admission-checks:unready-admitted", lambda: [
         x for x in workloads(snap)
         if x.is_true("Admitted") and not x.is_true("Finished") and not x.is_true("PodsReady")])
-
-
-def _cond_ev(w: WorkloadView, c: Condition) -> Evidence:
-    return ev(
-        "condition",
-        f"{c.type}={c.status} ({c.reason}): {c.message}".rstrip(": "),
-        kind="Workload",
-        name=w.name,
-        namespace=w.namespace,
-        field=f"status.conditions[type={c.type}]",
-    )
 
 
 def _eviction_cause(w: WorkloadView, reason: str) -> str | None:

@@ -143,6 +143,11 @@ class GuaranteeViolation(Check):
             f"older than {self.opts['churn_minutes']:g}m", kind="ClusterQueue", name=cq,
             field="spec.resourceGroups[].flavors[].resources[].nominalQuota - status.flavorsUsage"))
 
+    def confirmed(self, snapshot: Snapshot) -> list[Violation]:
+        """Every violation this check rules a `guarantee-violation` (a stale record older than `churn_minutes`),
+        longest first. `health` builds its queue tree column and gauge from it: one ruling, not two."""
+        return list(stale_violations(snapshot, float(self.opts["churn_minutes"]) * 60).items)
+
     # --- findings ----------------------------------------------------------------------------------------
     def severity_for(self, seconds: float | None) -> Severity:
         if seconds is None:

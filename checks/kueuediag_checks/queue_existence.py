@@ -44,6 +44,15 @@ class _Reason:
     key: str = ""
 
 
+def _defaulted_queue_label(snap: Snapshot, owner: dict[str, Any], ns: str) -> bool:
+    """The job carries the `default` queue name and is suspended in a namespace with a LocalQueue `default`: the
+    mark Kueue's LocalQueue-defaulting webhook leaves, which (before PR #13375) it left in unmanaged namespaces
+    too."""
+    job_labels = meta(owner).get("labels") or {}
+    suspended = (owner.get("spec") or {}).get("suspend") is True
+    return job_labels.get(QUEUE_LABEL) == "default" and suspended and snap.get("LocalQueue", "default", ns) is not None
+
+
 class QueueExistence(SubmissionCheck):
     """Finds jobs Kueue never queues: not managed at all, or sent to a LocalQueue/ClusterQueue that does not exist.
 
@@ -206,13 +215,18 @@ class QueueExistence(SubmissionCheck):
         if not label_selector_matches(selector, ns_labels):
             sel = selector_str(selector)
             fix = label_fix(selector, ns)
+            defaulted = _defaulted_queue_label(snap, owner, ns)
             reasons.append(
                 _Reason(
                     f"namespace {ns} is outside managedJobsNamespaceSelector ({sel})",
                     f"Kueue only manages jobs in namespaces matching `managedJobsNamespaceSelector` ({sel}"
                     f"{'' if cfg.namespace_selector_set else ', the default'}); namespace {ns} has labels "
                     f"{labels_str(ns_labels)}. The controller logs `namespace selector does not match, ignoring "
-                    "the job` and creates no Workload.",
+                    "the job` and creates no Workload."
+                    + (f" The {kind} carries `{QUEUE_LABEL}: default` and is suspended although it was not "
+                       f"meant for Kueue: the LocalQueue-defaulting webhook labels and suspends jobs in every "
+                       f"namespace with a LocalQueue named `default` before looking at managedJobsNamespaceSelector "
+                       "(kueue#13374, fixed by PR #13375), and nothing will unsuspend it." if defaulted else ""),
                     [
                         ev(
                             "object",
@@ -230,8 +244,16 @@ class QueueExistence(SubmissionCheck):
                             namespace=cfg_ref[0],
                             field=f"{cfg_field} managedJobsNamespaceSelector",
                         ),
+                        *([ev("object", f"{QUEUE_LABEL}=default and spec.suspend=true", kind=kind, name=name,
+                              namespace=ns, field=f"metadata.labels[{QUEUE_LABEL}]"),
+                           ev("object", f"LocalQueue default exists in namespace {ns}", kind="LocalQueue",
+                              name="default", namespace=ns)] if defaulted else []),
                     ],
                     [
+                        *([f"If {ns} should stay outside Kueue: delete LocalQueue {ns}/default (or upgrade to a "
+                           f"release with PR #13375), then recreate the {kind} without the queue label "
+                           "(resubmitting gets the same label while the default LocalQueue exists)."]
+                          if defaulted else []),
                         fix
                         or f"Change `managedJobsNamespaceSelector` in ConfigMap {cfg.namespace}/kueue-manager-config "
                         f"so it selects namespace {ns}, then restart kueue-controller-manager.",

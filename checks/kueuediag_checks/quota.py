@@ -733,6 +733,19 @@ class QuotaCheck(Check):
                     field="status.flavorsReservation",
                 )
             )
+        if not holders.own:
+            for h in holders.cohort[: int(self.opts["max_listed"])]:
+                out.append(
+                    ev(
+                        "object",
+                        f"holds {_fmt(h.amount, r)} {r} in flavor {holders.flavor} of ClusterQueue "
+                        f"{h.cluster_queue}" + (f"; {h.note}" if h.note else ""),
+                        kind="Workload",
+                        name=h.name,
+                        namespace=h.namespace,
+                        field="status.admission.podSetAssignments",
+                    )
+                )
         return out
 
     def _who(self, holders: QuotaHolders, cq: str, r: str) -> str:
@@ -751,6 +764,16 @@ class QuotaCheck(Check):
                 f"other ClusterQueues of the cohort borrow {_fmt(holders.borrowed_total, r)} {r} above "
                 f"their nominal quota: {listed}"
             )
+        if not holders.own and holders.cohort:
+            listed = ", ".join(f"{h.namespace}/{h.name} of {h.cluster_queue} ({_fmt(h.amount, r)}"
+                               + (f"; {h.note}" if h.note else "") + ")" for h in holders.cohort[:limit])
+            more = f" and {len(holders.cohort) - limit} more" if len(holders.cohort) > limit else ""
+            total = sum((h.amount for h in holders.cohort), ZERO)
+            parts.append(
+                f"no workload of ClusterQueue {cq} holds quota in flavor {holders.flavor}; in the cohort "
+                f"{len(holders.cohort)} workload(s) of other ClusterQueues hold {_fmt(total, r)} {r} there: "
+                f"{listed}{more}"
+            )
         if not parts:
             return "No workload of this ClusterQueue holds quota in that flavor."
         return "Who holds the quota: " + "; ".join(parts) + "."
@@ -760,12 +783,20 @@ class QuotaCheck(Check):
         snap: Snapshot, w: WorkloadView, cq: str, rf: ResourceFit, holders: QuotaHolders
     ) -> list[str]:
         view = kueue_index(snap).cluster_queues[cq]
-        out = [
-            # Workloads are custom resources: the API server field-selects them only by metadata.name and
-            # metadata.namespace, so the ClusterQueue filter happens client-side, on the "Reserved in" column.
-            f"Wait for running workloads of ClusterQueue {cq} to finish "
-            f"(kubectl get workloads -A | awk 'NR==1 || $4==\"{cq}\"')."
-        ]
+        # Workloads are custom resources: the API server field-selects them only by metadata.name and
+        # metadata.namespace, so the ClusterQueue filter happens client-side, on the "Reserved in" column.
+        waited = [cq] if holders.own or not holders.cohort else sorted({h.cluster_queue for h in holders.cohort})
+        out: list[str] = []
+        stale = [h for h in (*holders.own, *holders.cohort) if h.note]
+        for h in stale[:3]:  # quota held by a stopped job comes first: waiting for it may never end
+            out.append(
+                f"Workload {h.namespace}/{h.name} ({h.note}) reserves {_fmt(h.amount, rf.resource)} {rf.resource} "
+                "while its job is stopped: if it is not requeued, deactivate it (kubectl patch workload -n "
+                f"{h.namespace} {h.name} --type=merge -p '{{\"spec\":{{\"active\":false}}}}') or delete its job "
+                "to release the quota."
+            )
+        out.append(f"Wait for running workloads of ClusterQueue {', '.join(waited)} to finish "
+                   f"(kubectl get workloads -A | awk 'NR==1 || $4==\"{waited[0]}\"').")
         within = view.preemption.get("withinClusterQueue") or "Never"
         reclaim = view.preemption.get("reclaimWithinCohort") or "Never"
         if holders.own:
@@ -929,4 +960,6 @@ def _holders_data(h: QuotaHolders, limit: int) -> dict[str, Any]:
         "own_total": _fmt(h.own_total, r),
         "borrowers": [{"cluster_queue": x.name, "borrowed": _fmt(x.amount, r)} for x in h.borrowers[:limit]],
         "borrowed_total": _fmt(h.borrowed_total, r),
+        "cohort": [{"workload": f"{x.namespace}/{x.name}", "cluster_queue": x.cluster_queue,
+                    "amount": _fmt(x.amount, r), **({"note": x.note} if x.note else {})} for x in h.cohort[:limit]],
     }

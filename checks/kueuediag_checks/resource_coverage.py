@@ -9,16 +9,18 @@ from kueuediag.analysis.flavor_match import (
     flavor_tolerations_count,
     group_exclusions,
     groups_for_pod_set,
+    spec_exclusion,
 )
 from kueuediag.analysis.kueue_config import kueue_config
 from kueuediag.analysis.messages import PendingMessage, ReasonKind
 from kueuediag.analysis.queue_route import QueueRoute, collected
 from kueuediag.analysis.quota_fit import workload_fit
 from kueuediag.analysis.spec_patches import cover_resources, quantity
+from kueuediag.analysis.versions import behaviour
 from kueuediag.causes import CauseSlug
 from kueuediag.models import Evidence, Finding, Fix, Severity, ev
 from kueuediag.quantity import format_quantity
-from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, WorkloadView, kueue_index
+from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, PodSet, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
 from kueuediag_checks._submission import (
     Pending,
@@ -272,6 +274,18 @@ class ResourceCoverage(SubmissionCheck):
                         )
                     elif x.kind == "not-found":
                         fixes.append(f"Create ResourceFlavor {x.flavor} or remove it from ClusterQueue {cq.name}.")
+                own = _self_tolerated(ps, excluded, idx) if not flavor_tolerations_count(snap) else []
+                note = ""
+                if own:
+                    row = behaviour("rf-tolerations-in-assignment")
+                    note = (f" The flavor's own spec.tolerations tolerate the taint of {', '.join(own)}, but this "
+                            f"Kueue release checks taints against the pod's tolerations only ({row.title} since "
+                            f"{row.since[0]}, {', '.join(row.refs)}).")
+                    evidence.append(ev("derived", f"spec.tolerations of {', '.join(own)} tolerate its nodeTaints; "
+                                                  f"counted in flavor assignment only since {row.since[0]}",
+                                       kind="ResourceFlavor", name=own[0], field="spec.tolerations"))
+                    fixes.append(f"Or upgrade Kueue to {row.since[0]} or later, where the flavor's own tolerations "
+                                 "count during flavor assignment.")
                 out.append(
                     self.finding(
                         CauseSlug.NO_MATCHING_FLAVOR,
@@ -279,7 +293,7 @@ class ResourceCoverage(SubmissionCheck):
                         + ", ".join(f"{x.flavor} ({x.kind.replace('-', ' ')})" for x in excluded),
                         f"Pod set {ps.name} needs {covered} from a resource group whose flavors are all excluded "
                         f"before quota is even considered — {'; '.join(per)}. Kueue tries flavors in order and "
-                        "finds none the pods could run on.",
+                        f"finds none the pods could run on.{note}",
                         evidence=[*evidence, *([] if msg_reasons else wl_ev)],
                         remediation=fixes,
                         data={"pod_set": ps.name, "flavors": {x.flavor: x.kind for x in excluded}},
@@ -289,6 +303,13 @@ class ResourceCoverage(SubmissionCheck):
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
+
+
+def _self_tolerated(ps: PodSet, excluded: list[FlavorExclusion], idx: KueueIndex) -> list[str]:
+    """Flavors excluded for a taint that their own spec.tolerations tolerate: usable on releases where flavor
+    tolerations count in assignment (kueue#3721)."""
+    return [x.flavor for x in excluded if x.kind == ReasonKind.UNTOLERATED_TAINT
+            and spec_exclusion(ps.spec, x.flavor, idx.flavors.get(x.flavor), flavor_tolerations=True) is None]
 
 
 def _exclusion_text(x: FlavorExclusion) -> str:

@@ -12,6 +12,7 @@ from kueuediag.snapshot.kueue import WorkloadState, WorkloadView
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration
+from kueuediag_checks._evidence import condition_ev
 from kueuediag_checks._submission import GATED_BY, pending
 
 
@@ -88,16 +89,7 @@ class WorkloadActivation(Check):
                 or cond.reason
                 in ("InactiveWorkload", "RequeuingLimitExceeded", "MaximumExecutionTimeExceeded", "AdmissionCheck")
             ):
-                evidence.append(
-                    ev(
-                        "condition",
-                        f"{cond.type}={cond.status} ({cond.reason}): {cond.message}",
-                        kind="Workload",
-                        name=w.name,
-                        namespace=w.namespace,
-                        field=f"status.conditions[type={cond.type}]",
-                    )
-                )
+                evidence.append(condition_ev(w, cond))
                 if not reason:
                     reason = (
                         cond.reason
@@ -110,16 +102,7 @@ class WorkloadActivation(Check):
             and qr.false
             and (qr.reason == "Deactivated" or qr.message.startswith("The workload is deactivated"))
         ):
-            evidence.append(
-                ev(
-                    "condition",
-                    f"QuotaReserved=False ({qr.reason}): {qr.message}",
-                    kind="Workload",
-                    name=w.name,
-                    namespace=w.namespace,
-                    field="status.conditions[type=QuotaReserved]",
-                )
-            )
+            evidence.append(condition_ev(w, qr))
         reason = reason or "Deactivated"
         fixes: list[str] = []
         if "RequeuingLimitExceeded" in reason:
@@ -206,16 +189,7 @@ class WorkloadActivation(Check):
                     )
                 )
             if qr_gated and qr is not None:
-                evidence.append(
-                    ev(
-                        "condition",
-                        f"QuotaReserved=False ({qr.reason}): {qr.message}",
-                        kind="Workload",
-                        name=w.name,
-                        namespace=w.namespace,
-                        field="status.conditions[type=QuotaReserved]",
-                    )
-                )
+                evidence.append(condition_ev(w, qr))
             out.append(
                 self.finding(
                     CauseSlug.ADMISSION_GATED,
@@ -267,16 +241,7 @@ class WorkloadActivation(Check):
                     )
                 )
             if msg_gated and qr is not None:
-                evidence.append(
-                    ev(
-                        "condition",
-                        f"QuotaReserved=False ({qr.reason}): {qr.message}",
-                        kind="Workload",
-                        name=w.name,
-                        namespace=w.namespace,
-                        field="status.conditions[type=QuotaReserved]",
-                    )
-                )
+                evidence.append(condition_ev(w, qr))
             shown = ", ".join(closed) or "(unnamed)"
             out.append(
                 self.finding(

@@ -404,7 +404,8 @@ def all_violations(snap: Snapshot) -> ViolationSet:
 
 def stale_violations(snap: Snapshot, requeue_seconds: float) -> ViolationSet:
     """The violations whose Kueue record is stale (`read_record` verdict ``stale``), longest first: only these
-    are guarantee violations. Memoised per requeue time."""
+    are guarantee violations. Memoised per requeue time. This is KD101's ruling: KD101 passes its
+    `churn_minutes` (`GuaranteeViolation.confirmed`), and health's queue tree and gauge read it from there."""
     return snap.memo(("guarantee-violations:stale", requeue_seconds), lambda: ViolationSet.of(
         [v for v in guarantee_violations(snap) if read_record(snap, v, requeue_seconds).verdict == "stale"]))
 
@@ -619,3 +620,4 @@ def read_record(snap: Snapshot, v: Violation, requeue_seconds: float) -> RecordR
         return RecordReading("explained", record, explanation=f"Kueue records a reason that is not quota: "
                              f"`{other[0].text}` ({causes})")
     return RecordReading("disagree", record)
+

@@ -16,9 +16,12 @@ from kueuediag.analysis.quota_tree import quota_tree, workload_usage_by_cq
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.kueue import (
     FlavorResource,
+    WorkloadView,
     kueue_index,
+    workload_pods,
 )
-from kueuediag.snapshot.model import Snapshot
+from kueuediag.snapshot.model import Part, Snapshot
+from kueuediag.timeutil import format_rfc3339
 
 # --- per (ClusterQueue, flavor, resource) summary -----------------------------------------------------------
 
@@ -133,6 +136,8 @@ class Holder:
     """quota held (own) or borrowed above nominal (borrower)"""
     cluster_queue: str
     priority: int | None = None
+    note: str = ""
+    """what is odd about the holder, e.g. evicted but still holding its quota reservation"""
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,9 @@ class QuotaHolders:
     """workloads of this ClusterQueue holding quota in the flavor, largest first"""
     borrowers: tuple[Holder, ...]
     """other ClusterQueues of the cohort tree using more than their nominal quota, largest first"""
+    cohort: tuple[Holder, ...] = ()
+    """workloads of the other ClusterQueues of the cohort tree holding quota in the flavor, largest first: who
+    holds what a ClusterQueue would have to borrow"""
 
     @property
     def own_total(self) -> Decimal:
@@ -160,13 +168,10 @@ def quota_holders(snap: Snapshot, cq: str, flavor: str, resource: str) -> QuotaH
 
 def _quota_holders(snap: Snapshot, cq: str, fr: FlavorResource) -> QuotaHolders:
     tree = quota_tree(snap)
-    own = [
-        Holder("Workload", w.name, w.namespace, usage[fr], cq, w.priority)
-        for w, usage in workload_usage_by_cq(snap).get(cq, [])
-        if usage.get(fr, ZERO) > ZERO
-    ]
-    own.sort(key=lambda h: (-h.amount, h.namespace or "", h.name))
+    held = workload_usage_by_cq(snap)
+    own = _workload_holders(snap, held.get(cq, []), cq, fr)
     borrowers: list[Holder] = []
+    cohort: list[Holder] = []
     root = tree.root(cq)
     if root is not None:
         for other in tree.cluster_queues_under(root):
@@ -177,5 +182,33 @@ def _quota_holders(snap: Snapshot, cq: str, fr: FlavorResource) -> QuotaHolders:
             above = node.usage.get(fr, ZERO) - (q.nominal if q else ZERO)
             if above > ZERO:
                 borrowers.append(Holder("ClusterQueue", other, None, above, other))
+            cohort += _workload_holders(snap, held.get(other, []), other, fr)
     borrowers.sort(key=lambda h: (-h.amount, h.name))
-    return QuotaHolders(fr[0], fr[1], tuple(own), tuple(borrowers))
+    cohort.sort(key=lambda h: (-h.amount, h.namespace or "", h.name))
+    return QuotaHolders(fr[0], fr[1], tuple(own), tuple(borrowers), tuple(cohort))
+
+
+def _workload_holders(snap: Snapshot, held: list[tuple[WorkloadView, dict[FlavorResource, Decimal]]], cq: str,
+                      fr: FlavorResource) -> list[Holder]:
+    """The workloads holding quota of `fr`, largest first; one marked when it holds quota for a stopped job."""
+    out = []
+    for w, usage in held:
+        if usage.get(fr, ZERO) > ZERO:
+            out.append(Holder("Workload", w.name, w.namespace, usage[fr], cq, w.priority, _stopped_note(snap, w)))
+    out.sort(key=lambda h: (-h.amount, h.namespace or "", h.name))
+    return out
+
+
+def _stopped_note(snap: Snapshot, w: WorkloadView) -> str:
+    """Why an evicted workload that still reserves quota holds it for nothing: Kueue releases the reservation
+    once the job is stopped (suspended, no active pods); a reservation still there afterwards runs nothing.
+    An eviction in progress (the job not yet suspended, or pods still running) is not marked."""
+    evicted = w.cond("Evicted") if w.is_true("Evicted") else None
+    owner = snap.by_uid(str((w.owner or {}).get("uid") or "")) if evicted is not None else None
+    if evicted is None or owner is None or (owner.get("spec") or {}).get("suspend") is not True:
+        return ""
+    if snap.part_unavailable(Part.PODS) is None and any(not p.terminal for p in workload_pods(snap, w)):
+        return ""
+    since = format_rfc3339(evicted.last_transition) if evicted.last_transition else "?"
+    return (f"Evicted ({evicted.reason}) since {since}, its {owner.get('kind')} suspended with no running pods, "
+            "but it still holds its quota reservation")

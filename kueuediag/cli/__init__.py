@@ -69,10 +69,21 @@ def _run(prog_name: str) -> None:
     from kueuediag.cli.watch import optional_watch_value
 
     _ProcessEnd.fast_exit = True
+    from typer import Abort
+    from typer._click.exceptions import ClickException
+
     app = build_app()
     code: int = 0
     try:
-        app(args=optional_watch_value(sys.argv[1:]), prog_name=prog_name, complete_var=COMPLETE_VAR)
+        # not standalone: click would print a usage error as three lines (usage, hint, error); we print one
+        result = app(args=optional_watch_value(sys.argv[1:]), prog_name=prog_name, complete_var=COMPLETE_VAR,
+                     standalone_mode=False)
+        code = result if isinstance(result, int) and not isinstance(result, bool) else 0
+    except ClickException as exc:
+        code = usage_error(exc, prog_name)
+    except Abort:  # Ctrl-D at a prompt
+        print(f"{prog_name}: error: aborted", file=sys.stderr)
+        code = 1
     except BrokenPipeError:  # `kueuediag ... | head`
         silence_stdout()
     except SystemExit as exc:
@@ -83,6 +94,32 @@ def _run(prog_name: str) -> None:
         except BrokenPipeError:
             silence_stdout()
     _exit_now(code)
+
+
+def usage_error(exc: Exception, prog_name: str = PROG) -> int:
+    """Print a click usage error as ONE line (`kueuediag: error: …; see 'kueuediag why --help'`); its exit code.
+
+    Every bad invocation (unknown option or command, a value the option's type refuses, a missing argument)
+    ends the same way as every other input error: one line on stderr, exit 2 (ExitCode.USAGE).
+    """
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+
+    from kueuediag.errors import clip
+
+    if isinstance(exc, NoArgsIsHelpError):  # a bare `kueuediag`: the help is the answer (on stderr, exit 2)
+        exc.show()
+        return exc.exit_code
+    message = exc.format_message() if isinstance(exc, ClickException) else str(exc)
+    message = " ".join(message.split())
+    hint = ""
+    ctx = getattr(exc, "ctx", None) if isinstance(exc, UsageError) else None
+    if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+        path = ctx.command_path
+        if prog_name != PROG and path.startswith(PROG):
+            path = prog_name + path[len(PROG):]
+        hint = f" (see '{path} {ctx.help_option_names[0]}')"
+    print(f"{PROG if prog_name == PROG else prog_name}: error: {clip(message, 900)}{hint}", file=sys.stderr)
+    return exc.exit_code if isinstance(exc, ClickException) else 2
 
 
 def _exit_code(value: object) -> int:

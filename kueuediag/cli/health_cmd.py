@@ -11,7 +11,7 @@ import gc
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -89,6 +89,7 @@ def exit_code(report: HealthReport, gate: Severity | None, exit_zero: bool) -> i
 def register(app: typer.Typer) -> None:
     @app.command("health")
     @handle_errors
+    @opt.with_cluster_flags
     def health(
         source: str | None = typer.Option(
             None, "--from", "-f", metavar="SNAPSHOT",
@@ -120,18 +121,9 @@ def register(app: typer.Typer) -> None:
             None, "--watch", metavar="[SECONDS]",
             help="Live: re-collect every SECONDS (30 when omitted), redraw, highlight changes; Ctrl-C stops."),
         watch_count: int | None = typer.Option(None, "--watch-count", min=1, help="With --watch: stop after N cycles."),
-        kubeconfig: str | None = opt.KUBECONFIG,
-        context: str | None = opt.CONTEXT,
-        as_user: str | None = opt.AS_USER,
-        as_group: list[str] | None = opt.AS_GROUP,
-        kueue_namespace: str | None = opt.KUEUE_NAMESPACE,
         since: str | None = typer.Option(
             None, "--since", metavar="DURATION", help="Live: how far back for logs and metrics (2h)."),
-        timeout: float | None = opt.TIMEOUT,
-        prometheus_url: str | None = opt.PROMETHEUS_URL,
-        prometheus_header: list[str] | None = opt.PROMETHEUS_HEADER,
-        prometheus_ca: str | None = opt.PROMETHEUS_CA,
-        prometheus_insecure: bool | None = opt.PROMETHEUS_INSECURE,
+        cluster: dict[str, Any] | None = None,
     ) -> None:
         """Fleet health: every ClusterQueue, flavor and stuck object, and each queue's pending head."""
         from kueuediag.cli.watch import parse_interval, watch_loop
@@ -151,10 +143,8 @@ def register(app: typer.Typer) -> None:
             raise InputError("--watch-count needs --watch")
         settings = settings_from_flags(
             config, select=select, ignore=ignore, severity=severity, fail_on=fail_on, exit_zero=exit_zero,
-            verbose=verbose, no_color=no_color, width=width, kubeconfig=kubeconfig, context=context,
-            as_user=as_user, as_group=as_group, kueue_namespace=kueue_namespace, since=since, timeout=timeout,
-            prometheus_url=prometheus_url, prometheus_header=prometheus_header, prometheus_ca=prometheus_ca,
-            prometheus_insecure=prometheus_insecure, checks=parse_options(option) or None,
+            verbose=verbose, no_color=no_color, width=width, since=since, checks=parse_options(option) or None,
+            **(cluster or {}),
         )
         if output is not None:
             settings.output = output.value

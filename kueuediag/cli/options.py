@@ -8,7 +8,11 @@ objects as function defaults, so one definition serves every command that takes 
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from enum import Enum
+from typing import Any, TypeVar
 
 import typer
 
@@ -76,3 +80,46 @@ PROMETHEUS_INSECURE = typer.Option(None, "--prometheus-insecure", help="Skip TLS
 CONFIG = typer.Option(
     None, "--config", metavar="FILE", help="A .kueuediag.yaml or pyproject.toml (default: the nearest one)."
 )
+
+
+CLUSTER_FLAGS: dict[str, tuple[Any, Any]] = {
+    "kubeconfig": (str | None, KUBECONFIG),
+    "context": (str | None, CONTEXT),
+    "as_user": (str | None, AS_USER),
+    "as_group": (list[str] | None, AS_GROUP),
+    "kueue_namespace": (str | None, KUEUE_NAMESPACE),
+    "timeout": (float | None, TIMEOUT),
+    "prometheus_url": (str | None, PROMETHEUS_URL),
+    "prometheus_header": (list[str] | None, PROMETHEUS_HEADER),
+    "prometheus_ca": (str | None, PROMETHEUS_CA),
+    "prometheus_insecure": (bool | None, PROMETHEUS_INSECURE),
+}
+"""How a live command reaches the cluster and Prometheus: the same flags, spelled and documented once, for
+`why`, `health` and `snapshot` (parameter name → (type, Typer option))."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_cluster_flags(fn: F) -> F:
+    """Give a command the cluster flags (CLUSTER_FLAGS) after its own options; the command receives them as
+    one keyword, ``cluster``: a dict of the values given (None when not), ready for
+    ``settings_from_flags(config, **cluster, …)``.
+
+    Typer reads a command's parameters from its signature, so the wrapper publishes the command's signature
+    without ``cluster`` and with the ten flags appended (their types in ``__annotations__`` for Typer's
+    type-hint lookup).
+    """
+    sig = inspect.signature(fn)
+    own = [p for p in sig.parameters.values() if p.name != "cluster"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+             for name, (kind, option) in CLUSTER_FLAGS.items()]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        cluster = {name: kwargs.pop(name, None) for name in CLUSTER_FLAGS}
+        return fn(*args, cluster=cluster, **kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
+    annotations = {k: v for k, v in fn.__annotations__.items() if k != "cluster"}
+    wrapper.__annotations__ = {**annotations, **{name: kind for name, (kind, _) in CLUSTER_FLAGS.items()}}
+    return wrapper  # type: ignore[return-value]

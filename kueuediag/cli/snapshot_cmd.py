@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -21,6 +22,7 @@ from kueuediag.errors import ExitCode, InputError
 def register(app: typer.Typer) -> None:
     @app.command("snapshot")
     @handle_errors
+    @opt.with_cluster_flags
     def snapshot(
         output: str | None = typer.Option(
             None,
@@ -59,17 +61,8 @@ def register(app: typer.Typer) -> None:
             "snapshot, <output>.redaction-map.json; never inside it). Keep it private.",
         ),
         config: Path | None = opt.CONFIG,
-        kubeconfig: str | None = opt.KUBECONFIG,
-        context: str | None = opt.CONTEXT,
-        as_user: str | None = opt.AS_USER,
-        as_group: list[str] | None = opt.AS_GROUP,
-        kueue_namespace: str | None = opt.KUEUE_NAMESPACE,
-        prometheus_url: str | None = opt.PROMETHEUS_URL,
-        prometheus_header: list[str] | None = opt.PROMETHEUS_HEADER,
-        prometheus_ca: str | None = opt.PROMETHEUS_CA,
-        prometheus_insecure: bool | None = opt.PROMETHEUS_INSECURE,
-        timeout: float | None = opt.TIMEOUT,
         verbose: bool | None = typer.Option(None, "-v", "--verbose", help="Print every request and the totals."),
+        cluster: dict[str, Any] | None = None,
     ) -> None:
         """Record the cluster's Kueue state (objects, nodes, pods, events, logs, metrics) for later `why --from`."""
         started = time.monotonic()  # `--timeout` counts from here
@@ -82,18 +75,9 @@ def register(app: typer.Typer) -> None:
             raise InputError("--redact-map needs --redact")
         settings = settings_from_flags(
             config,
-            kubeconfig=kubeconfig,
-            context=context,
-            as_user=as_user,
-            as_group=as_group,
-            kueue_namespace=kueue_namespace,
             since=since,
-            timeout=timeout,
-            prometheus_url=prometheus_url,
-            prometheus_header=prometheus_header,
-            prometheus_ca=prometheus_ca,
-            prometheus_insecure=prometheus_insecure,
             verbose=verbose,
+            **(cluster or {}),
         )
         target = output or f"kueuediag-snapshot-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
         with stderr_status("collecting from the cluster…") as progress:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -170,6 +170,7 @@ def _save(raw: RawSnapshot, path: str, *, after_verdict: bool) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("why")
     @handle_errors
+    @opt.with_cluster_flags
     def why(
         target: str | None = opt.TARGET,
         namespace: str | None = opt.NAMESPACE,
@@ -209,19 +210,9 @@ def register(app: typer.Typer) -> None:
             help="With a redacted snapshot: the map written by `snapshot --redact`, so real "
             "names can be given (the pseudonym is printed).",
         ),
-        kubeconfig: str | None = opt.KUBECONFIG,
-        context: str | None = opt.CONTEXT,
-        as_user: str | None = opt.AS_USER,
-        as_group: list[str] | None = opt.AS_GROUP,
-        kueue_namespace: str | None = opt.KUEUE_NAMESPACE,
         since: str | None = typer.Option(
             None, "--since", metavar="DURATION", help="Live: how far back for logs and metrics (2h)."
         ),
-        timeout: float | None = opt.TIMEOUT,
-        prometheus_url: str | None = opt.PROMETHEUS_URL,
-        prometheus_header: list[str] | None = opt.PROMETHEUS_HEADER,
-        prometheus_ca: str | None = opt.PROMETHEUS_CA,
-        prometheus_insecure: bool | None = opt.PROMETHEUS_INSECURE,
         max_bytes: str | None = typer.Option(None, "--max-bytes", help="Read at most this many bytes in total "
                                              "(default 2Gi; see docs/snapshot-format.md#bounds)."),
         max_file_bytes: str | None = typer.Option(None, "--max-file-bytes", help="Per file (default 512Mi)."),
@@ -238,6 +229,7 @@ def register(app: typer.Typer) -> None:
             None, "--watch", metavar="[SECONDS]",
             help="Live: re-diagnose every SECONDS (30 when omitted), say what changed; Ctrl-C stops."),
         watch_count: int | None = typer.Option(None, "--watch-count", min=1, help="With --watch: stop after N cycles."),
+        cluster: dict[str, Any] | None = None,
     ) -> None:
         """Explain why a workload is pending: the cause, the key number and the first fix, then the evidence."""
         if source is not None and save:
@@ -255,17 +247,8 @@ def register(app: typer.Typer) -> None:
             no_color=no_color,
             width=width,
             redact_map=redact_map,
-            kubeconfig=kubeconfig,
-            context=context,
-            as_user=as_user,
-            as_group=as_group,
-            kueue_namespace=kueue_namespace,
             since=since,
-            timeout=timeout,
-            prometheus_url=prometheus_url,
-            prometheus_header=prometheus_header,
-            prometheus_ca=prometheus_ca,
-            prometheus_insecure=prometheus_insecure,
+            **(cluster or {}),
             max_bytes=max_bytes, max_file_bytes=max_file_bytes, max_files=max_files, max_objects=max_objects,
             max_log_lines=max_log_lines, max_series=max_series, max_alias_nodes=max_alias_nodes,
         )

@@ -12,7 +12,14 @@ from kueuediag.health.catalog import HEALTH_CHECKS, select_health
 from kueuediag.health.flavors import flavor_rows, fragmentation_items
 from kueuediag.health.heads import head_item, iter_heads
 from kueuediag.health.model import HealthReport, Item
-from kueuediag.health.queues import cohort_rows, fair_sharing_items, guarantee_items, inactive_items, queue_rows
+from kueuediag.health.queues import (
+    cohort_rows,
+    fair_sharing_items,
+    guarantee_items,
+    inactive_items,
+    kd101_ruling,
+    queue_rows,
+)
 from kueuediag.health.rates import rate_items, rate_rows
 from kueuediag.health.scope import scope_of
 from kueuediag.health.stuck import known_issue_items, system_items, workload_items
@@ -69,10 +76,12 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
         report.items.extend(i for i in items if i.check in runnable)
 
     def queues() -> None:
-        report.queues = queue_rows(snap, scope)
+        ruling = kd101_ruling(snap, sel) if "guarantee-violation" in runnable else None
+        report.queues = queue_rows(snap, scope, ruling)
         report.cohorts = cohort_rows(snap, scope)
-        for check, fn in (("guarantee-violation", guarantee_items), ("fair-sharing", fair_sharing_items),
-                          ("queue-inactive", inactive_items)):
+        if "guarantee-violation" in runnable:
+            add(guarantee_items(snap, scope, sel, settings, ruling))
+        for check, fn in (("fair-sharing", fair_sharing_items), ("queue-inactive", inactive_items)):
             if check in runnable:
                 add(fn(snap, scope, sel, settings))
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from kueuediag.causes import all_causes
 from kueuediag.config import Settings
-from kueuediag.engine import _apply_ignore, _override, run_check
+from kueuediag.engine import override_finding, run_configured
 from kueuediag.health.catalog import Selection
 from kueuediag.merge import merge_runs
 from kueuediag.models import Finding, Outcome
@@ -43,7 +43,7 @@ def ask_owner(sel: Selection, settings: Settings, code: str, snap: Snapshot, tar
     check = sel.owners.get(code)
     if check is None:
         return OwnerResult(not_checked=f"{code} is not selected")
-    run = _apply_ignore(run_check(check, snap, target), settings)
+    run = run_configured(check, snap, target, settings)
     if run.outcome in (Outcome.COULD_NOT_CHECK, Outcome.ERRORED):
         return OwnerResult(not_checked=f"{code} {run.outcome.value}: {run.reason}")
     kept = []
@@ -52,7 +52,7 @@ def ask_owner(sel: Selection, settings: Settings, code: str, snap: Snapshot, tar
     for f in merge_runs([run], {c.slug: c.owner for c in all_causes()}):
         if causes and f.cause not in causes:
             continue
-        over = _override(f, settings, dict(sel.classes))
+        over = override_finding(f, settings, sel.classes)
         if over is not None:
             kept.append(over)
     return OwnerResult(findings=kept)

@@ -8,12 +8,14 @@ decides a share anomaly with its tolerances).
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from kueuediag.analysis.fair_sharing import fair_sharing_tree, fmt_fraction
 from kueuediag.analysis.guarantees import Violation, cohort_table, guarantee_violations, quota_table
 from kueuediag.analysis.queue_order import pending_queue
 from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.config import Settings
-from kueuediag.engine import _override
+from kueuediag.engine import override_finding
 from kueuediag.health.catalog import BY_ID, Selection
 from kueuediag.health.model import CohortRow, Item, QueueRow, QuotaCell
 from kueuediag.health.owners import CLUSTER, ask_owner, target_for
@@ -28,12 +30,29 @@ def cq_ref(name: str) -> ObjectRef:
     return ObjectRef(kind="ClusterQueue", name=name)
 
 
-def queue_rows(snap: Snapshot, scope: Scope) -> list[QueueRow]:
+@runtime_checkable
+class GuaranteeRuling(Protocol):
+    """What KD101 offers besides its findings: the violations it rules `guarantee-violation`."""
+
+    def confirmed(self, snapshot: Snapshot) -> list[Violation]: ...
+
+
+def kd101_ruling(snap: Snapshot, sel: Selection) -> list[Violation] | None:
+    """KD101's ruling over every raw violation, longest first; None when KD101 is not selected (then the tree
+    shows no violation column rather than an unruled recomputation)."""
+    owner = sel.owners.get(BY_ID["guarantee-violation"].code)
+    return owner.confirmed(snap) if isinstance(owner, GuaranteeRuling) else None
+
+
+def queue_rows(snap: Snapshot, scope: Scope, ruling: list[Violation] | None) -> list[QueueRow]:
+    """The tree's rows; the "guarantee violated" column is KD101's `ruling` (kd101_ruling), never the raw
+    `guarantee_violations` recomputation, which also lists waits KD101 rules out (a fresh record, a record
+    that explains the wait)."""
     idx = kueue_index(snap)
     tree = quota_tree(snap)
     shares = fair_sharing_tree(snap)
     by_cq: dict[str, list[float]] = {}
-    for v in guarantee_violations(snap):
+    for v in ruling or ():
         by_cq.setdefault(v.cluster_queue, []).append(v.seconds or 0.0)
     rows = []
     for name in sorted(scope.cluster_queues):
@@ -77,26 +96,37 @@ def _inactive_reason(cq: ClusterQueueView) -> str:
     return ""
 
 
-def guarantee_items(snap: Snapshot, scope: Scope, sel: Selection, settings: Settings) -> list[Item]:
-    """One item per ClusterQueue: KD101's finding for its longest-running violation, or what was ruled out."""
+def guarantee_items(snap: Snapshot, scope: Scope, sel: Selection, settings: Settings,
+                    ruling: list[Violation] | None) -> list[Item]:
+    """One item per ClusterQueue: KD101's finding for its longest violation KD101 confirms, or what was ruled
+    out (a wait that fits unused nominal quota but whose Kueue record KD101 does not read as stale)."""
+    if ruling is None:  # KD101 not selected: the health check is not selected either
+        return []
     worst: dict[str, Violation] = {}
-    for v in guarantee_violations(snap):  # longest first
+    for v in ruling:  # longest first
         worst.setdefault(v.cluster_queue, v)
+    raw: dict[str, Violation] = {}
+    for v in guarantee_violations(snap):
+        raw.setdefault(v.cluster_queue, v)
     items = []
     for name in sorted(scope.cluster_queues):
-        found_v = worst.get(name)
-        if found_v is None:
-            items.append(Item("guarantee-violation", cq_ref(name), None,
-                              "no pending workload fits the unused nominal quota"))
+        confirmed = worst.get(name)
+        if confirmed is None:
+            fits = raw.get(name)
+            items.append(Item("guarantee-violation", cq_ref(name), None, (
+                f"{fits.workload.namespace}/{fits.workload.name} fits unused nominal quota for "
+                f"{human_duration(fits.seconds or 0)}, but KD101 rules it out (Kueue's record is recent or "
+                f"explains the wait: `kueuediag why workload/{fits.workload.name} -n {fits.workload.namespace}`)"
+            ) if fits is not None else "no pending workload fits the unused nominal quota"))
             continue
-        v = found_v
-        w = v.workload
+        w = confirmed.workload
         res = ask_owner(sel, settings, "KD101", snap, target_for(snap, w), ("guarantee-violation",))
         found = [f for f in res.findings if f.about_target]
         if not found:
             items.append(Item("guarantee-violation", cq_ref(name), None,
-                              f"{w.namespace}/{w.name} fits unused nominal quota for "
-                              f"{human_duration(v.seconds or 0)}, below KD101's thresholds"))
+                              f"{w.namespace}/{w.name}: guarantee violation for "
+                              f"{human_duration(confirmed.seconds or 0)} "
+                              f"({res.not_checked or 'ignored by configuration'})"))
             continue
         items.append(Item("guarantee-violation", cq_ref(name), found[0]))
     return items
@@ -149,7 +179,7 @@ def inactive_items(snap: Snapshot, scope: Scope, sel: Selection, settings: Setti
                          field="status.conditions[Active] / spec.stopPolicy", expected="Active=True")],
             data={"pending": waiting},
         )
-        over = _override(f, settings, dict(sel.classes))
+        over = override_finding(f, settings, sel.classes)
         items.append(Item("queue-inactive", cq_ref(name), over,
                           "" if over is not None else f"{reason} (ignored by configuration)"))
     return items

@@ -21,6 +21,18 @@ never rewritten inside — a LocalQueue named ``gpu`` does not turn ``nvidia.com
 Names learned from structure (object names, queue, cohort, flavor and node references, event reporting
 instances) are replaced even when they look like vocabulary (a ClusterQueue named ``default``). IP addresses
 (v4 and v6) anywhere are replaced by consistent documentation addresses (``192.0.2.N``, ``2001:db8::N``).
+
+Dotted DNS names (node names such as ``ip-10-0-1-2.ec2.internal``, service hostnames, FQDNs in messages and
+logs) are replaced by structure where the field is known (a Node's name and its Hostname / InternalDNS /
+ExternalDNS addresses, ``nodeName``, an event's ``reportingInstance`` and ``source.host``) and by pattern in
+free text: a lower-case dotted name ending in a DNS top-level or cluster-internal label (``.internal``,
+``.local``, ``.svc``, ``.com``, ``.io``...) becomes ``host-N``. API groups and the prefixes of label keys and
+resource names are not host names: those seen in the snapshot (apiVersion groups, label/annotation/selector
+keys, resource names), the Kubernetes ones (``*.k8s.io``, ``*.kubernetes.io``), the job frameworks' groups and
+Kueue's own services in its namespace are kept (`_kept_domain`). Images are replaced whole, registry host
+included: a private registry's host (an ECR account and region, ``registry.corp.example``) names the
+organisation. Public registry hosts (``docker.io``, ``ghcr.io``, ``quay.io``, ``nvcr.io``...) in free text are
+kept: they identify nobody (docs/security.md).
 Redaction runs after sanitization, so secrets are already gone.
 """
 
@@ -85,6 +97,23 @@ METRIC_NAME_LABELS = {"cluster_queue": "clusterqueue", "local_queue": "localqueu
                       "parent_cohort": "cohort", "namespace": "ns", "exported_namespace": "ns", "node": "node",
                       "flavor": "resourceflavor"}
 """Kueue metric labels that carry object names (kueue-facts §5)"""
+_DNS = re.compile(r"^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+([a-z][a-z0-9-]{0,61}[a-z0-9])$")
+"""a lower-case dotted DNS name; group 1 is its last label"""
+DNS_LAST_LABELS = frozenset({
+    "internal", "local", "localdomain", "lan", "svc", "cluster", "corp", "home", "intranet", "private",
+    "com", "net", "org", "io", "dev", "cloud", "ai", "app", "co", "edu", "gov", "biz", "info", "tech", "sh",
+    "us", "uk", "de", "eu", "fr", "jp", "cn", "in", "ca", "au", "nl", "ch", "se", "kr", "br", "es", "it", "example",
+})
+"""the last labels that make a dotted word a host name in free text (`scheduler.go`, `config.yaml` are files,
+`spec.template.spec` a field path)"""
+KEPT_DOMAIN_SUFFIXES = ("k8s.io", "kubernetes.io", "kb.io", "kubeflow.org", "ray.io", "codeflare.dev")
+"""Kubernetes, Kueue and job-framework API groups (and their webhooks' names): vocabulary, never hosts"""
+KEPT_REGISTRIES = frozenset({"docker.io", "ghcr.io", "quay.io", "gcr.io", "nvcr.io", "mcr.microsoft.com",
+                             "public.ecr.aws", "registry.k8s.io"})
+"""public registry hosts: kept in free text (they identify nobody); the repository path after them is not"""
+KEPT_DOMAINS = frozenset({"nvidia.com", "amd.com", "intel.com", "habana.ai", "google.com", "cloud.google.com",
+                          "aws.amazon.com", *KEPT_REGISTRIES})
+"""device-plugin resource prefixes and public registry hosts"""
 LOG_NAME_KEYS = {"clusterQueue": "clusterqueue", "localQueue": "localqueue", "cohort": "cohort",
                  "workload": "workload", "job": "job", "node": "node", "namespace": "ns"}
 """structured controller-log keys whose value is an object reference ({name, namespace}) or a namespace"""
@@ -105,6 +134,9 @@ class Redactor:
     resources: set[str] = field(default_factory=lambda: set(RESOURCE_NAMES))
     """resource names (and label keys): never replaced, and never rewritten inside"""
     ips: dict[str, str] = field(default_factory=dict)
+    domains: set[str] = field(default_factory=set)
+    """API groups and label-key / resource-name prefixes seen in the snapshot: never host names"""
+    hosts: dict[str, str] = field(default_factory=dict)
 
     # --- learning ----------------------------------------------------------------------------------------
     def _add(self, value: Any, category: str, structural: bool = False) -> None:
@@ -140,6 +172,8 @@ class Redactor:
             for k, v in node.items():
                 if k in VOCABULARY_KEYS and isinstance(v, str):
                     self.keep.add(v)
+                if k in ("apiVersion", "apiGroup", "group") and isinstance(v, str) and "." in v:
+                    self.domains.add(v.partition("/")[0])  # kueue.x-k8s.io/v1beta2 → kueue.x-k8s.io
                 if k in ("requests", "limits", "resourceUsage", "allocatable", "capacity", "total",
                          "flavors") and isinstance(v, dict):
                     self.resources.update(str(x) for x in v)  # resource names are the keys
@@ -162,6 +196,7 @@ class Redactor:
             self._taken.add(str((obj.get("metadata") or {}).get("name")))
             self._collect_vocabulary(obj)
         self.keep |= self.resources
+        self.domains |= {r.partition("/")[0] for r in self.resources if "/" in r}
         # resource-group flavor lists are named objects, not resource names: do not keep their names
         if raw.manifest.get("cluster"):
             self._add(str(raw.manifest["cluster"]), "cluster")
@@ -176,6 +211,9 @@ class Redactor:
             if obj.get("kind") == "Node":
                 self._add((obj.get("metadata") or {}).get("name"), "node", structural=True)
         for obj in objs:
+            if obj.get("kind") == "Node":
+                self._learn_addresses(obj)
+        for obj in objs:
             self._learn_object(obj)
         for ns in raw.manifest.get("namespaces") or ():
             self._add(ns, "ns")
@@ -184,6 +222,14 @@ class Redactor:
             self._learn_metric_labels(text)
         for text in raw.logs.values():
             self._learn_log_names(text)
+
+    def _learn_addresses(self, node: dict[str, Any]) -> None:
+        """A Node's host names (`status.addresses` of type Hostname, InternalDNS, ExternalDNS): by structure,
+        whatever their shape (a bare `worker-3` too); IP addresses are handled as IPs."""
+        status = node.get("status")
+        for a in (status.get("addresses") if isinstance(status, dict) else None) or ():
+            if isinstance(a, dict) and a.get("type") in ("Hostname", "InternalDNS", "ExternalDNS"):
+                self._add(a.get("address"), "host", structural=True)
 
     def _learn_metric_labels(self, text: str) -> None:
         for line in text.splitlines():
@@ -352,10 +398,62 @@ class Redactor:
         ip = self._ip(tok)
         if ip is not None:
             return ip
-        if tok in self.resources or not _COMPOUND.search(tok):
+        if tok in self.resources:
             return tok
+        if not _COMPOUND.search(tok):
+            return self._host(tok)
         # namespace/name, host:port, user@host, image:tag: each part on its own
-        return "".join(p if p in "/:@" else self._rewrite(p) for p in _COMPOUND.split(tok))
+        parts = _COMPOUND.split(tok)
+        out = []
+        after_host = False  # the path of an image or URL on a host: repository and org name somebody
+        for i, p in enumerate(parts):
+            if p in "/:@":
+                out.append(p)
+                after_host = after_host and p == "/"  # a tag or digest (`:v0.19.2`, `@sha256`) is not a path
+                continue
+            rewritten = self._rewrite(p)
+            if after_host and rewritten == p and p not in self.keep and _NAMEISH.match(p):
+                rewritten = self._path(p)
+            out.append(rewritten)
+            nxt = parts[i + 1] if i + 1 < len(parts) else ""
+            if nxt == "/" and (p in self.hosts or p in KEPT_REGISTRIES or (p in self.mapping and "." in p)):
+                after_host = True
+        return "".join(out)
+
+    def _path(self, segment: str) -> str:
+        """A path segment after a registry or host (`ghcr.io/ORG/REPO`): a consistent `path-N`."""
+        known = self.hosts.get(segment)
+        if known is None:
+            known = f"path-{len(self.categories.get('path', {})) + 1}"
+            self.hosts[segment] = known
+            self.categories.setdefault("path", {})[segment] = known
+        return known
+
+    def _host(self, tok: str) -> str:
+        """A dotted DNS name in free text → a consistent `host-N`; anything else (and kept domains) unchanged."""
+        m = _DNS.match(tok)
+        if m is None or m.group(1) not in DNS_LAST_LABELS or self._kept_domain(tok):
+            return tok
+        known = self.hosts.get(tok)
+        if known is None:
+            n = len(self.categories.get("host", {})) + 1
+            known = f"host-{n}"
+            while known in self._taken or known in self.mapping.values():
+                n += 1
+                known = f"host-{n}"
+            self.hosts[tok] = known
+            self.categories.setdefault("host", {})[tok] = known
+        return known
+
+    def _kept_domain(self, name: str) -> bool:
+        """An API group, a label-key or resource-name prefix, a public registry, or a Kueue/Kubernetes system
+        service (`kueue-webhook-service.kueue-system.svc`): vocabulary, not somebody's host."""
+        if name in self.domains or name in KEPT_DOMAINS:
+            return True
+        if any(name == d or name.endswith("." + d) for d in KEPT_DOMAIN_SUFFIXES):
+            return True
+        labels = name.split(".")
+        return any(label in self.keep_namespaces for label in labels[1:])
 
     def _ip(self, tok: str) -> str | None:
         """A consistent documentation address for an IP address (RFC 5737 / RFC 3849), None for anything else."""
@@ -467,7 +565,8 @@ class Redactor:
 
     def map_document(self) -> dict[str, Any]:
         """The mapping for `--redact-map` (owner only: it reverses the redaction)."""
-        return {"format": "kueuediag-redaction-map/v1", "mapping": dict(sorted({**self.mapping, **self.ips}.items())),
+        return {"format": "kueuediag-redaction-map/v1",
+                "mapping": dict(sorted({**self.mapping, **self.ips, **self.hosts}.items())),
                 "byCategory": {c: dict(sorted(m.items())) for c, m in sorted(self.categories.items())}}
 
 

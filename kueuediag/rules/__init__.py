@@ -9,7 +9,9 @@ fragmentation). Version notes, v0.12 – v0.19:
   it away with ``sum by (cluster_queue)``, so one expression serves both;
 * ``kueue_cluster_queue_resource_pending`` exists only since v0.18 (and, like nominal quota and reservation,
   only with ``metrics.enableClusterQueueResources: true``): the guarantee-violation rule uses it per resource
-  and falls back (``or`` … ``unless``) to ``kueue_pending_workloads`` per ClusterQueue where it is absent;
+  (every requested resource must have room in some flavor; a lone pending workload's request must fit) and
+  falls back (``or`` … ``unless``) to ``kueue_pending_workloads`` per ClusterQueue where it is absent; where
+  kueuediag's gauge is scraped it decides alone (docs/health.md lists where the two can differ);
 * ``kueue_admitted_workloads_total``, ``kueue_preempted_workloads_total{preempting_cluster_queue}``,
   ``kueue_pending_workloads{status}``, ``kueue_reserving_active_workloads`` and
   ``kueue_admitted_active_workloads`` keep their names over the whole range.

@@ -7,8 +7,8 @@ from typing import Any
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
 PANELS: tuple[tuple[str, str, str], ...] = (
-    ("Guarantee violation: unused nominal quota with pending demand",
-     "(sum by (cluster_queue, resource) (kueuediag:kueue_cluster_queue_unused_nominal_quota) > 0)"
+    ("Guarantee violation: room in unused nominal quota (best flavor) with pending demand",
+     "(kueuediag:kueue_cluster_queue_room:max > 0)"
      " and on (cluster_queue, resource) (kueuediag:kueue_cluster_queue_resource_pending:sum > 0)", "short"),
     ("Guarantee violation duration (kueuediag health)",
      "kueuediag_cluster_queue_guarantee_violation_seconds > 0", "s"),

@@ -21,6 +21,8 @@ RECORDING: dict[str, str] = {
         f"sum by (cluster_queue, flavor, resource) (kueue_cluster_queue_nominal_quota{{{LEADER}}})"
         f" - (sum by (cluster_queue, flavor, resource) (kueue_cluster_queue_resource_reservation{{{LEADER}}})"
         f" or sum by (cluster_queue, flavor, resource) (kueue_cluster_queue_nominal_quota{{{LEADER}}}) * 0)",
+    "kueuediag:kueue_cluster_queue_room:max":
+        "max by (cluster_queue, resource) (kueuediag:kueue_cluster_queue_unused_nominal_quota)",
     "kueuediag:kueue_cluster_queue_resource_pending:sum":
         f"sum by (cluster_queue, resource) (kueue_cluster_queue_resource_pending{{{LEADER}}})",
     "kueuediag:kueue_quota_reserved_not_admitted:sum":
@@ -29,28 +31,56 @@ RECORDING: dict[str, str] = {
 }
 
 
-def alerts(t: Thresholds) -> list[dict[str, Any]]:
-    unused = "kueuediag:kueue_cluster_queue_unused_nominal_quota"
+GAUGE = "kueuediag_cluster_queue_guarantee_violation_seconds"
+"""`kueuediag health -o openmetrics`: KD101's ruling per ClusterQueue (0 when KD101 rules every wait out)"""
+
+
+def guarantee_expr(t: Thresholds) -> str:
+    """The KueueGuaranteeViolation expression: as exact as Kueue's metrics allow, KD101's gauge where scraped.
+
+    With ``kueue_cluster_queue_resource_pending`` (v0.18+), per (ClusterQueue, resource), ``room`` being the
+    largest unused nominal quota of any flavor (nominal − reservation; quota lent to the cohort counts as
+    unused, as in KD101):
+
+    1. the resource has pending demand and room;
+    2. unless some resource the pending workloads request has no room in any flavor (nothing can fit: the
+       wait is not a guarantee violation, whatever the other resources show);
+    3. unless exactly one workload is pending and its request (then ``resource_pending`` exactly) exceeds the
+       room of some resource.
+
+    Before v0.18 (no ``resource_pending``): pending workloads in a ClusterQueue with room in some flavor and
+    resource. A ClusterQueue whose ``kueuediag_cluster_queue_guarantee_violation_seconds`` is scraped is
+    decided by that gauge alone (KD101's ruling: per workload fit, flavor eligibility, Kueue's record), above
+    ``guarantee_minutes``. docs/health.md lists where the metrics-only expression can differ from the gauge.
+    """
+    room = "kueuediag:kueue_cluster_queue_room:max"
+    demand = "kueuediag:kueue_cluster_queue_resource_pending:sum"
     pending = "kueuediag:kueue_pending_workloads:sum"
-    res_pending = "kueuediag:kueue_cluster_queue_resource_pending:sum"
+    on_cq, on_res = "on (cluster_queue)", "on (cluster_queue, resource)"
+    per_resource = (f"(({room} > 0) and {on_res} ({demand} > 0))"
+                    f" unless {on_cq} (({demand} > 0) unless {on_res} ({room} > 0))"
+                    f" unless {on_cq} (({demand} > {on_res} {room}) and {on_cq} ({pending} == 1))")
+    before_v018 = f"((max by (cluster_queue) ({room}) > 0) and {on_cq} ({pending} > 0)) unless {on_cq} {demand}"
+    return (f"(({per_resource}) or ({before_v018})) unless {on_cq} {GAUGE}"
+            f" or (max by (cluster_queue) ({GAUGE}) > {t.guarantee_minutes * 60})")
+
+
+def alerts(t: Thresholds) -> list[dict[str, Any]]:
+    pending = "kueuediag:kueue_pending_workloads:sum"
     adm = "kueuediag:kueue_admitted_workloads:increase1h"
     pre = "kueuediag:kueue_preempted_workloads:increase1h"
     waited = f"min_over_time({pending}[1h]) > 0"
     return [
         {
             "alert": "KueueGuaranteeViolation",
-            "expr": (f"(sum by (cluster_queue, resource) ({unused}) > 0)"
-                     f" and on (cluster_queue, resource) ({res_pending} > 0)"
-                     f" or ((sum by (cluster_queue) ({unused}) > 0) and on (cluster_queue) ({pending} > 0)"
-                     f" unless on (cluster_queue) {res_pending})"
-                     f" or (max by (cluster_queue) (kueuediag_cluster_queue_guarantee_violation_seconds)"
-                     f" > {t.guarantee_minutes * 60})"),
+            "expr": guarantee_expr(t),
             "for": f"{t.guarantee_minutes}m",
             "labels": {"severity": "warning", "signal": "guarantee-violation"},
             "annotations": {
                 "summary": "ClusterQueue {{ $labels.cluster_queue }} has pending demand while nominal quota is unused",
-                "description": (f"Pending demand and unused nominal quota for more than {t.guarantee_minutes}m "
-                                "(Kueue metrics; exact fit from kueuediag health when its gauge is scraped). "
+                "description": (f"Pending demand with room in unused nominal quota for every requested resource "
+                                f"for more than {t.guarantee_minutes}m (Kueue metrics; KD101's ruling from "
+                                "kueuediag health where its gauge is scraped). "
                                 "Run `kueuediag health` and `kueuediag why` on the queue's head."),
             },
         },

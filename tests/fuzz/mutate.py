@@ -40,6 +40,8 @@ class Mutant:
     what: list[str] = field(default_factory=list)
     container: str = "dir"
     """dir | tar.gz"""
+    ops: list[str] = field(default_factory=list)
+    """the operators applied, by function name"""
 
 
 def _object_files(files: Files) -> list[str]:
@@ -319,11 +321,18 @@ OPERATORS: tuple[tuple[Operator, int], ...] = (
 )
 
 
-def mutate(rng: random.Random, files: Files) -> Mutant:
-    """One to three operators applied to a copy of ``files``; sometimes packed as a .tar.gz."""
+def mutate(rng: random.Random, files: Files, first: Operator | None = None) -> Mutant:
+    """One to three operators applied to a copy of ``files``; sometimes packed as a .tar.gz.
+
+    ``first`` forces the first operator, so a short campaign can give every mutation kind the same budget.
+    """
     m = Mutant(files=dict(files))
     ops, weights = zip(*OPERATORS, strict=True)
-    for op in rng.choices(ops, weights=weights, k=rng.choice((1, 1, 1, 2, 3))):
+    chosen = rng.choices(ops, weights=weights, k=rng.choice((1, 1, 1, 2, 3)))
+    if first is not None:
+        chosen[0] = first
+    for op in chosen:
+        m.ops.append(op.__name__)
         try:
             op(rng, m)
         except (ValueError, RecursionError, yaml.YAMLError):  # an earlier operator left text no parser reads

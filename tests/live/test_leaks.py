@@ -139,6 +139,15 @@ def test_metric_label_values_are_scrubbed() -> None:
 PLANTED_NAMES = ("zz-node-private-17", "zz-label-private", "registry.private.example", "zz-team",
                  "team-a", "team-b", "llm-finetune", "prod-gpu-1", "zz-annotation-private", "zz-cq-private",
                  "zz-cq-logonly")
+PLANTED_HOSTS = ("ip-10-0-1-2.ec2.internal", "ip-10-0-1-2.us-west-2.compute.internal",
+                 "gke-pool-1-abc.c.zz-project.internal", "zz-worker-9", "db.zz-team.svc.cluster.local",
+                 "api.zz-corp-private.com", "123456789012.dkr.ecr.us-east-1.amazonaws.com", "metrics.zz-corp.net")
+"""dotted DNS names (and one bare host name known by structure) in every field kind that carries them"""
+KEPT_VOCABULARY = ("nvidia.com/gpu", "kueue.x-k8s.io/queue-name", "batch/v1", "kubernetes.io/hostname",
+                   "kueue.x-k8s.io/v1beta2", "cloud.google.com/gke-accelerator", "mworkload.kb.io",
+                   "kueue-webhook-service.kueue-system.svc", "ghcr.io", "scheduler.go", "spec.template.spec")
+"""resource names, label keys, API groups, Kueue's webhook and service, a public registry, a Go file and a field
+path: none of them is a host name"""
 PLANTED_IPS = ("10.11.12.13", "fd00:abcd::17", "10.44.55.66", "fd00:abcd::66", "172.16.9.8")
 
 
@@ -167,6 +176,21 @@ def plant_names(raw: RawSnapshot) -> RawSnapshot:
                  message="Pulling image registry.private.example/zz-team/trainer:v7 on zz-node-private-17 "
                          "(10.11.12.13, fd00:abcd::17) for team-a/llm-finetune")
     objs.append(event)
+    fqdn = copy.deepcopy(_by(objs, "Node", "gke-a100-pool-1"))
+    fqdn["metadata"].update(name="ip-10-0-1-2.ec2.internal", uid="0b3c1e00-0000-4000-8000-000000000018")
+    fqdn["metadata"]["labels"]["kubernetes.io/hostname"] = "ip-10-0-1-2.ec2.internal"
+    fqdn["status"]["addresses"] = [{"type": "InternalDNS", "address": "ip-10-0-1-2.us-west-2.compute.internal"},
+                                   {"type": "Hostname", "address": "zz-worker-9"}]
+    objs.append(fqdn)
+    dns = copy.deepcopy(next(o for o in objs if o["kind"] == "Event"))
+    dns["metadata"]["name"] = "planted.18"
+    dns.update(reportingComponent="kubelet", reportingInstance="gke-pool-1-abc.c.zz-project.internal",
+               message="Pulled image 123456789012.dkr.ecr.us-east-1.amazonaws.com/zz-team/app:v1 on "
+                       "ip-10-0-1-2.us-west-2.compute.internal (zz-worker-9); db.zz-team.svc.cluster.local:5432 "
+                       "refused, see https://api.zz-corp-private.com/status; webhook mworkload.kb.io via "
+                       "kueue-webhook-service.kueue-system.svc:443; ghcr.io/zz-team/tool pulled; "
+                       "nvidia.com/gpu kueue.x-k8s.io/queue-name batch/v1 scheduler.go:412 spec.template.spec")
+    objs.append(dns)
     cq = copy.deepcopy(_by(objs, "ClusterQueue", "misc"))
     cq["metadata"].update(name="default", uid="0b3c1e00-0000-4000-8000-0000000000cd")
     cq["spec"].pop("cohortName", None)
@@ -182,6 +206,7 @@ def plant_names(raw: RawSnapshot) -> RawSnapshot:
     logs = {rel: text + "2026-11-20T09:30:00Z INFO scheduler admitted team-a/llm-finetune on zz-node-private-17 "
                         "peer=172.16.9.8:443 localQueue=gpu\n"
                         '{"level":"info","msg":"cohort usage","clusterQueue":{"name":"zz-cq-logonly"}}\n'
+                        '{"level":"info","msg":"pushed to metrics.zz-corp.net:9091 from ip-10-0-1-2.ec2.internal"}\n'
             for rel, text in raw.logs.items()}
     # a ClusterQueue that only the metrics and the log name (its object was not collected)
     metrics = {rel: text.replace("# EOF\n", "") + 'kueue_pending_workloads{cluster_queue="default",status="active",'
@@ -199,8 +224,17 @@ def test_redaction_hides_every_planted_name_and_address(tmp_path: Path) -> None:
     raw = plant_names(read_snapshot(LIVE_FIXTURE))
     red, doc = redact(raw)
     text = _written(write_snapshot(red, tmp_path / "red"))
-    left = [n for n in (*PLANTED_NAMES, *PLANTED_IPS) if _token(n).search(text)]
+    left = [n for n in (*PLANTED_NAMES, *PLANTED_IPS, *PLANTED_HOSTS) if _token(n).search(text)]
     assert left == []
+    for kept in KEPT_VOCABULARY:
+        assert kept in text, kept
+    hosts = doc["byCategory"]["host"]
+    assert hosts["db.zz-team.svc.cluster.local"].startswith("host-") and hosts["zz-worker-9"].startswith("host-")
+    assert doc["mapping"]["ip-10-0-1-2.ec2.internal"].startswith("node-")  # a Node's name: by structure
+    planted = next(o for o in red.objects
+                   if o["kind"] == "Event" and o["metadata"]["name"] == doc["mapping"]["planted.18"])
+    assert planted["reportingInstance"] == doc["mapping"]["gke-pool-1-abc.c.zz-project.internal"]
+    assert f"{hosts['db.zz-team.svc.cluster.local']}:5432 refused" in planted["message"]
     # a ClusterQueue named default and a LocalQueue named gpu are renamed by structure, whole tokens only
     names = doc["mapping"]
     assert names["default"].startswith(("clusterqueue-", "ns-")) and names["gpu"] == "localqueue-1"
