@@ -124,8 +124,7 @@ ADVICE_ONLY = {
     "workload-invalid": "resubmit", "topology-no-fit": "resubmit", "flavor-assignment-conflict": "resubmit",
     "no-matching-flavor": "resubmit",
 }
-ADVICE_WORDS = {"wait": r"\b(Wait|wait|resolves|Live order|Fix or remove the head|priority)\b",
-                "nothing": r"^Nothing to do for Kueue", "upgrade": r"^Upgrade Kueue to v\d"}
+ADVICE_WORDS = {"nothing": r"^Nothing to do for Kueue", "upgrade": r"^Upgrade Kueue to v\d"}
 """what the box's next step must say for the kinds that have one fixed wording"""
 _RESUBMIT = "the job itself must be resubmitted (Kueue reads its queue label and pod template at creation)"
 NO_CHECKABLE_CHANGE: dict[str, str] = {
