@@ -138,7 +138,27 @@ def messages_page() -> str:
         lines += [f"## {condition}", "",
                   "| entry | status | reasons | part | template | versions | cause | source | note |",
                   "|---|---|---|---|---|---|---|---|---|", *rows, ""]
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(lines + _queue_status_lines()).rstrip() + "\n"
+
+
+def _queue_status_lines() -> list[str]:
+    """The `queue_status` section: what each queue kind carries in its status, and how Kueue reports a problem of an
+    object that has no condition for it."""
+    from kueuediag.analysis.messages import queue_status
+
+    lines = ["## What the queue objects carry", "",
+             "| kind | conditions | other status fields | problems reported elsewhere |", "|---|---|---|---|"]
+    for qs in queue_status().values():
+        conds = "; ".join(f"`{c.type}` {c.since} - {c.until} (`{c.source}`)" for c in qs.conditions) or \
+            "none in any release"
+        fields = "; ".join(f"`{f.field}` {f.since} - {f.until} (`{f.source}`){' — ' + f.note if f.note else ''}"
+                           for f in qs.fields) or "-"
+        signals = "; ".join(
+            f"`{g.id}` ({g.problem}, {g.since} - {g.until}): workloads read entry `{g.workload_entry}`, the "
+            f"controller logs `{g.log}` with error `{g.error}` → `{g.cause}` (`{g.source}`). {g.note}"
+            for g in qs.signals) or "-"
+        lines.append(f"| {qs.kind} | {conds} | {fields} | {signals} |")
+    return [*lines, ""]
 
 def known_issues_page() -> str:
     """docs/known-issues.md: KD902's table of upstream bugs, from kueuediag/data/known_issues.yaml."""

@@ -4,8 +4,10 @@ boundaries learned from Kueue's source, and what happens to text the catalog doe
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
+import yaml
 
 from kueuediag.analysis.messages import (
     CatalogEntry,
@@ -13,9 +15,12 @@ from kueuediag.analysis.messages import (
     catalog,
     catalog_versions,
     classify,
+    cq_inactive_parts,
     entry,
     parse_pending_message,
+    queue_status,
     rejected_checks,
+    signal,
     waits_for_preemption,
 )
 from kueuediag.analysis.versions import parse_version
@@ -37,7 +42,7 @@ def test_example_classifies_back_to_its_entry_and_cause(e: CatalogEntry) -> None
 @pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.id)
 def test_entry_fields_are_well_formed(e: CatalogEntry) -> None:
     assert e.cause in BY_SLUG, f"{e.id}: unknown cause {e.cause}"
-    assert e.part in ("whole", "flavor", "suffix", "condition", "check", "queue")
+    assert e.part in ("whole", "flavor", "suffix", "condition", "check", "queue", "fragment")
     assert e.source.endswith(".go") and e.source.startswith(("pkg/", "apis/"))
     lo, hi = parse_version(e.since), parse_version(e.until)
     assert lo is not None and hi is not None and lo <= hi
@@ -65,6 +70,12 @@ def test_catalog_covers_every_minor_from_v0_9_to_v0_19() -> None:
         ("deactivation-check-rejected-legacy", "v0.17.8", "v0.18.0"),
         ("admission-gated", "v0.17.0", "v0.16.9"),
         ("dra-deviceclass-unmapped", "v0.15.0", "v0.14.8"),
+        ("lq-active-legacy", "v0.9.5", "v0.10.0"),  # 'to clusterQueue' became 'to localQueue' in v0.10
+        ("lq-active", "v0.10.0", "v0.9.5"),
+        ("cq-part-multikueue-with-provisioning", "v0.16.0", "v0.15.8"),
+        ("cq-part-tas-multikueue", "v0.14.8", "v0.15.0"),
+        ("cq-part-tas-provisioning", "v0.11.9", "v0.12.0"),
+        ("cq-part-tas-cohorts", "v0.10.6", "v0.11.0"),
     ],
 )
 def test_version_boundaries_learned_from_the_release_tags(entry_id: str, present: str, absent: str) -> None:
@@ -161,3 +172,69 @@ def test_api_rejection_of_kueues_own_writes(text: str, kind: str, name: str) -> 
     rej = api_rejection(text)
     assert rej is not None and (rej.kind, rej.name) == (kind, name)
     assert api_rejection("Operation cannot be fulfilled on jobs.batch: the object has been modified") is None
+
+
+# --- the queue objects: LocalQueue, ClusterQueue, Cohort --------------------------------------------------------
+
+REFERENCE = Path(__file__).resolve().parent.parent.parent / "shared" / "kueue-reference"
+
+
+@pytest.mark.parametrize("kind", ["LocalQueue", "ClusterQueue"])
+def test_every_queue_condition_has_a_true_and_a_false_message_in_every_version(kind: str) -> None:
+    for cond in queue_status()[kind].conditions:
+        for minor in catalog_versions():
+            if not (parse_version(cond.since) <= parse_version(minor) <= parse_version(cond.until)):  # type: ignore[operator]
+                continue
+            written = {e.status for e in ENTRIES if e.condition == f"{kind}.{cond.type}" and e.exists_in(minor)}
+            assert written >= {"True", "False"}, f"{kind}.{cond.type} at {minor}: only {written}"
+
+
+def _crd_status(kind: str) -> dict[str, set[str]]:
+    doc = yaml.safe_load((REFERENCE / f"kueue.x-k8s.io_{kind.lower()}s.yaml").read_text())
+    return {v["name"]: set(v["schema"]["openAPIV3Schema"]["properties"].get("status", {}).get("properties", {}))
+            for v in doc["spec"]["versions"]}
+
+
+def test_a_cohort_carries_no_condition_and_the_crd_agrees() -> None:
+    if not REFERENCE.is_dir():
+        pytest.skip(f"upstream CRDs not available: {REFERENCE}")
+    cohort = queue_status()["Cohort"]
+    assert cohort.conditions == ()
+    assert [f.field for f in cohort.fields] == ["status.fairSharing.weightedShare"]
+    assert {v: s for v, s in _crd_status("Cohort").items()} == {"v1beta1": {"fairSharing"}, "v1beta2": {"fairSharing"}}
+    for kind in ("LocalQueue", "ClusterQueue"):
+        assert all("conditions" in s for s in _crd_status(kind).values()), kind
+        assert [c.type for c in queue_status()[kind].conditions] == ["Active"]
+
+
+def test_the_cohort_cycle_signal_names_the_workload_message_kueue_writes() -> None:
+    sig = signal("cohort-cycle")
+    assert (sig.since, sig.until, sig.cause) == ("v0.9", "v0.19", "clusterqueue-inactive")
+    got = classify("QuotaReserved", "ClusterQueue physics is inactive", reason="Pending", status="False")
+    assert [e.id for e in got.entries] == [sig.workload_entry]
+    assert entry(sig.workload_entry).cause == sig.cause
+    with pytest.raises(KeyError):
+        signal("no-such-signal")
+
+
+@pytest.mark.parametrize(
+    ("message", "parts"),
+    [
+        ("Can't admit new workloads: references missing ResourceFlavor(s): [a100 h100].",  # v0.9 - v0.11
+         {"missing-flavors": ["a100", "h100"]}),
+        ("Can't admit new workloads: is stopped, references missing ResourceFlavor(s): a100,h100, references "
+         "inactive AdmissionCheck(s): mk.", {"stopped": [], "missing-flavors": ["a100", "h100"],
+                                             "inactive-checks": ["mk"]}),
+        ("Can't admit new workloads: Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, "
+         "found: mk-eu, dws-prov.", {"multikueue-with-provisioning": ["mk-eu"]}),
+        ('Can\'t admit new workloads: there is no Topology "dc" for TAS flavor "tas-h100".',
+         {"missing-topology": ["dc"]}),
+        ("Can't admit new workloads; clusterQueue is terminating", {"terminating": []}),
+        ("Can admit new workloads", {}),
+    ],
+)
+def test_cluster_queue_inactive_message_is_read_piece_by_piece(message: str, parts: dict[str, list[str]]) -> None:
+    assert cq_inactive_parts(message) == parts
+    got = classify("ClusterQueue.Active", message, status="False" if parts else "True")
+    assert got.recognised
+    assert {e.id.removeprefix("cq-part-") for e in got.entries if e.part == "fragment"} == set(parts) - {"terminating"}

@@ -85,6 +85,12 @@ def test_select_is_memoised() -> None:
         ("# TYPE a gauge\na{x=\"1\",x=\"2\"} 1 1\n# EOF\n", "m.om:2", "duplicate label"),
         ("# TYPE a gauge\n# TYPE a counter\n# EOF\n", "m.om:2", "declared as counter"),
         ("# TYPE\n# EOF\n", "m.om:1", "malformed metadata"),
+        # a bad line inside a run of the same series (read by the repeated-series shortcut) is still reported
+        ("# TYPE a gauge\na{x=\"1\"} 1 1\na{x=\"1\"} one 2\n# EOF\n", "m.om:3", "invalid sample value"),
+        ("# TYPE a gauge\na{x=\"1\"} 1 1\na{x=\"1\"} 1 2 3\n# EOF\n", "m.om:3", "value [timestamp]"),
+        ("# TYPE a gauge\na{x=\"1\"} 1 1\na{x=\"1\"} 1 soon\n# EOF\n", "m.om:3", "invalid timestamp"),
+        ("# TYPE a counter\na_total 1 1\na_total -1 2\n# EOF\n", "m.om:3", "counters are >= 0"),
+        ("# TYPE a gauge\na 1 1\na 2 2\n# EOF\na 3 3\n# EOF\n", "m.om:5", "data after '# EOF'"),
     ],
 )
 def test_malformed_input_names_file_and_line(text: str, where: str, what: str) -> None:
@@ -190,3 +196,18 @@ def test_promtool_accepts_writer_output_and_fixtures(tmp_path: Path) -> None:
         cmd = ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(f), str(tmp_path / f"db{i}")]
         out = subprocess.run(cmd, capture_output=True, text=True, check=False)
         assert out.returncode == 0, f"{f}: {out.stderr}"
+
+
+def test_runs_of_one_series_read_like_single_lines() -> None:
+    """The repeated-series shortcut gives the same store as lines of distinct series would."""
+    text = ("# TYPE a counter\n"
+            'a_total{x="1"} 1 10\na_total{x="1"} 2 20\na_total{x="1"} 3 30 # {id="e"} 1 30\n'
+            'a_total{x="1"} 4 40\na_total{x="1"}  5 50\n'
+            'a_total{x="1",y="2"} 7 10\na_total 9 10\na_total 10\n'
+            "# TYPE b gauge\nb -1 10\nb NaN 20\nb +Inf 30\n# EOF\n")
+    store = parse_metrics({"m.om": text}, default_time=99.0)
+    [one] = store.select("a_total", x="1", y=None)
+    assert list(one.points) == [(10.0, 1.0), (20.0, 2.0), (30.0, 3.0), (40.0, 4.0), (50.0, 5.0)]
+    assert [list(s.points) for s in store.select("a_total", x=None)] == [[(10.0, 9.0), (99.0, 10.0)]]
+    [b] = store.select("b")
+    assert b.points[0] == (10.0, -1.0) and math.isnan(b.points[1][1]) and b.points[2] == (30.0, math.inf)

@@ -18,7 +18,7 @@ from kueuediag.analysis.signatures import (
 )
 from kueuediag.causes import BY_SLUG
 from kueuediag.models import Severity
-from kueuediag.snapshot.logs import parse_log_line, parse_log_text
+from kueuediag.snapshot.logs import LogLine, parse_log_line, parse_log_text
 
 
 def test_parse_version() -> None:
@@ -178,3 +178,79 @@ def test_overlap_needs_a_long_period() -> None:
 ])
 def test_cause_for_reason(reason: str, cause: str | None) -> None:
     assert cause_for_reason(reason) == cause
+
+
+def test_literal_prefixes_of_message_patterns() -> None:
+    from kueuediag.analysis.signatures import literal_prefixes
+
+    assert literal_prefixes(r"^Workload re-queued$") == ("Workload re-queued",)
+    assert literal_prefixes(r"^Workload couldn't be admitted\.") == ("Workload couldn't be admitted",)
+    assert literal_prefixes(r"^Workload is (inadmissible|evicted) because") == ("Workload is ",)
+    assert literal_prefixes(r"^A thing|^Another thing") == ("A thing", "Another thing")
+    assert literal_prefixes(r"^ab*c") == ("a",)  # b is optional: only "a" is certain
+    assert literal_prefixes(r"^a|b") is None  # the second alternative can start anywhere
+    assert literal_prefixes(r"Preempted") is None
+    assert BY_ID["clusterqueue-missing"].msg_prefixes == (
+        "ClusterQueue for workload didn't exist; ignored for now",
+        "Workload is inadmissible because the ClusterQueue is terminating or missing")
+
+
+def _fixture_log_lines() -> list[LogLine]:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    lines: list[LogLine] = []
+    for path in sorted(root.rglob("*.log")):
+        lines += parse_log_text(str(path), path.read_text(errors="replace"), 2026)
+    return lines
+
+
+def test_scan_prefilters_change_no_hit() -> None:
+    """The message-prefix and text-hint shortcuts in `scan` skip only lines a signature cannot match."""
+    lines = _fixture_log_lines()
+    assert len(lines) > 500
+    expected: dict[tuple[str, str], list[int]] = {}
+    for line in lines:
+        for sig in SIGNATURES:
+            if sig.matches(line):
+                expected.setdefault((sig.id, sig.group_key(line)), []).append(id(line))
+    got = {(h.signature.id, h.key): [id(ln) for ln in h.lines] for h in scan(lines)}
+    assert got == expected
+    assert {sid for sid, _ in got} >= {"evaluated-for-admission", "preempted"}
+
+
+def test_line_index_answers_like_each_line() -> None:
+    from kueuediag.snapshot.logs import LineIndex
+
+    lines = _fixture_log_lines()
+    index = LineIndex(lines)
+    names = {(ns, n) for ln in lines for ns, n in ln.workloads} | {(None, "ghost"), ("other-ns", "job-x")}
+    names |= {(None, "job-llm-finetune-5d2e1"), ("wrong-ns", "job-llm-finetune-5d2e1")}
+    for ns, name in sorted(names, key=str):
+        slow = [ln for ln in lines if ln.names_workload(ns, name)]
+        assert index.naming_workload(ns, name) == slow, (ns, name)
+        assert index.names_workload(ns, name) == bool(slow)
+    for cq in {cq for ln in lines for cq in ln.cluster_queues} | {"no-such-cq"}:
+        assert index.names_cluster_queue(cq) == any(ln.names_cluster_queue(cq) for ln in lines)
+
+
+@pytest.mark.parametrize("name", ["health-zombie-pod-group", "health-controller-crashloop", "health-logs-level2"])
+def test_hits_concerning_keeps_every_hit_that_names_the_target(name: str) -> None:
+    from pathlib import Path
+
+    from kueuediag.analysis.signatures import hits_concerning, signature_hits
+    from kueuediag.snapshot.loader import load_snapshot
+
+    snap = load_snapshot(str(Path(__file__).resolve().parent.parent / "fixtures" / "snapshots" / name))
+    hits = signature_hits(snap)
+    assert hits
+    names = {n for h in hits for ln in h.lines for _, n in ln.workloads} | {"no-such-workload"}
+    queues = {cq for h in hits for ln in h.lines for cq in ln.cluster_queues} | {"no-such-queue"}
+    for workload in names:
+        for cq in [*queues, None]:
+            subset = hits_concerning(snap, workload, cq)
+            assert subset == [h for h in hits if h in subset]  # library order kept
+            needed = [h for h in hits if h.signature.per != "workload" or h.index.names_workload(None, workload)
+                      or (cq is not None and h.index.names_cluster_queue(cq))]
+            assert all(h in subset for h in needed), (workload, cq)
+            assert all(h in needed or any(not ln.workloads for ln in h.lines) for h in subset), (workload, cq)

@@ -150,3 +150,30 @@ def test_malformed_metrics_are_an_input_error(tmp_path: Path) -> None:
     (tmp_path / "metrics" / "kueue.om").write_text('kueue_pending_workloads{cluster_queue="a" 3 1700000000\n# EOF\n')
     with pytest.raises(InputError, match=r"metrics/kueue.om:1"):
         load_snapshot(str(tmp_path))
+
+
+def test_last_applied_annotation_is_dropped_at_load(tmp_path: Path) -> None:
+    """kubectl's last-applied copy of an object is never read: it is not kept in memory."""
+    pod = json.loads(json.dumps(POD))
+    pod["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": json.dumps(POD),
+                                      "team": "ml"}
+    _write(tmp_path / "pods.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": [pod, NODE]}))
+    snap = load_snapshot(str(tmp_path))
+    got = snap.get("Pod", "p1", "ns")
+    assert got is not None and got["metadata"]["annotations"] == {"team": "ml"}
+    assert "annotations" not in (snap.get("Node", "n1") or {})["metadata"]
+
+
+def test_json_the_fast_parser_refuses_reads_like_the_standard_parser(tmp_path: Path) -> None:
+    """orjson refuses 65-bit integers and NaN; the standard parser's reading is kept for them."""
+    _write(tmp_path / "pod.json", json.dumps(POD)[:-1] + ', "spec": {"priority": 123456789012345678901234567890, '
+                                                         '"weight": NaN}}')
+    snap = load_snapshot(str(tmp_path))
+    spec = (snap.get("Pod", "p1", "ns") or {})["spec"]
+    assert spec["priority"] == 123456789012345678901234567890 and spec["weight"] != spec["weight"]
+    _write(tmp_path / "pod.json", '\ufeff' + json.dumps(POD))
+    with pytest.raises(InputError, match=r"pod.json: invalid JSON \(Unexpected UTF-8 BOM"):
+        load_snapshot(str(tmp_path))
+    (tmp_path / "pod.json").write_bytes(json.dumps(POD).encode()[:-2] + b'\xff"}}')
+    with pytest.raises(InputError, match=r"pod.json: not UTF-8 text \(byte"):
+        load_snapshot(str(tmp_path))

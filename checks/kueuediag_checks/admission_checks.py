@@ -6,6 +6,7 @@ from typing import Any
 
 from kueuediag.analysis.kueue_config import kueue_config
 from kueuediag.analysis.messages import checks_in_state, rejected_checks
+from kueuediag.analysis.pod_history import history_evidence
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
@@ -52,7 +53,8 @@ class AdmissionChecks(Check):
         `status.admissionChecks[]` (state, message, lastTransitionTime), the AdmissionCheck object
         (controllerName, Active), ProvisioningRequest conditions (Accepted/Provisioned/Failed/CapacityRevoked/
         BookingExpired), `status.requeueState` with the Evicted/Requeued conditions, the QuotaReserved
-        message, and the admitted workloads whose PodsReady condition is not True.
+        message, the admitted workloads whose PodsReady condition is not True, and for a PodsReady-timeout
+        backoff the events of the job's pods that were deleted since (why they never became ready).
 
     How to fix:
         Read the check's message and its ProvisioningRequest (capacity not available, quota of the cloud
@@ -120,6 +122,8 @@ class AdmissionChecks(Check):
         for c in (evicted, requeued):
             if c is not None and c.reason == "PodsReadyTimeout":
                 evidence.append(condition_ev(w, c))
+        owner = snap.by_uid(str(w.owner["uid"])) if w.owner and w.owner.get("uid") else None
+        evidence += history_evidence(snap, owner)
         underlying = _eviction_cause(w, "PodsReadyTimeout")
         cause_txt = {
             "WaitForStart": "its pods did not all become ready within the timeout after admission",

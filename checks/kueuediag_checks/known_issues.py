@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kueuediag.analysis.installation import installation
 from kueuediag.analysis.known_issues import Context, Match, context_for, known_issues, match_all
+from kueuediag.analysis.known_issues import affecting as affecting_issues
 from kueuediag.analysis.versions import fixed_version_for, parse_version
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
@@ -62,7 +63,7 @@ class KnownIssues(Check):
                # the same family of bug: report the stronger fingerprint only
                if not (m.issue.id == "fair-sharing-rounding-precision" and "fair-sharing-rounding-zero" in fired)]
         table = known_issues()
-        affecting = [i.id for i in table if i.affects(version)]
+        affecting = [i.id for i in affecting_issues(snapshot, version)]
         return self.result(out, ev(
             "derived", f"Kueue {kv.version or version} (from {kv.source}): {len(affecting)} of {len(table)} "
                        "known issue(s) affect this version, none of their signatures is in the snapshot"

@@ -9,7 +9,7 @@ from kueuediag.analysis.signatures import (
     DECISIVE_MIN_VERBOSITY,
     SignatureHit,
     cause_for_reason,
-    signature_hits,
+    hits_concerning,
 )
 from kueuediag.causes import BY_SLUG, CauseSlug
 from kueuediag.check import Check
@@ -76,9 +76,9 @@ class LogPatterns(Check):
         cluster_wide: dict[str, list[SignatureHit]] = {}
         about_workload: dict[str, list[SignatureHit]] = {}
         in_queue: dict[str, list[SignatureHit]] = {}
-        for hit in signature_hits(snapshot):
+        for hit in hits_concerning(snapshot, w.name, cq):
             sig = hit.signature
-            names_target = any(ln.names_workload(w.namespace, w.name) for ln in hit.lines)
+            names_target = hit.index.names_workload(w.namespace, w.name)
             if sig.id == "evaluated-for-admission":
                 if names_target:
                     findings.append(self._evaluated(hit, target))
@@ -92,7 +92,7 @@ class LogPatterns(Check):
             if sig.per == "workload":
                 if names_target:
                     about_workload.setdefault(hit.cause, []).append(hit)
-                elif cq is not None and any(ln.names_cluster_queue(cq) for ln in hit.lines) \
+                elif cq is not None and hit.index.names_cluster_queue(cq) \
                         and sig.severity >= Severity.MEDIUM:
                     in_queue.setdefault(hit.cause, []).append(hit)
                 continue
@@ -109,17 +109,17 @@ class LogPatterns(Check):
         for cause, hits in cluster_wide.items():
             lines = [ln for h in hits for ln in h.lines]
             last = _last_ts(lines)
-            about = any(ln.names_workload(w.namespace, w.name) for ln in lines) \
-                or (cq is not None and any(ln.names_cluster_queue(cq) for ln in lines)) \
+            about = any(h.index.names_workload(w.namespace, w.name) for h in hits) \
+                or (cq is not None and any(h.index.names_cluster_queue(cq) for h in hits)) \
                 or (pending and last is not None and (onset is None or last >= onset))
             findings.append(self._repeated(hits[0], target, about=about) if len(hits) == 1
                             else self._merged(cause, hits, target, about))
         insufficient = self._logging_insufficient(snapshot, target, findings)
         if insufficient is not None:
             findings.append(insufficient)
-        lines = log_lines(snapshot)
+        scanned, span = _scanned(snapshot)
         return self.result(findings, ev(
-            "log", f"{len(lines)} controller log line(s) scanned{_span(lines) if lines else ''}: no known "
+            "log", f"{scanned} controller log line(s) scanned{span}: no known "
                    f"signature names workload {w.namespace}/{w.name}" + (f" or ClusterQueue {cq}" if cq else "")
                    + ", and no controller error while it waited", field="kueue-controller-manager logs"))
 
@@ -128,7 +128,7 @@ class LogPatterns(Check):
     def _evaluated(self, hit: SignatureHit, target: Target) -> Finding:
         w = target.workload
         assert w is not None
-        mine = [ln for ln in hit.lines if ln.names_workload(w.namespace, w.name)]
+        mine = hit.index.naming_workload(w.namespace, w.name)
         last = mine[-1]
         status = last.field_text("status") or "(no status)"
         reason = last.field_text("reason")
@@ -253,7 +253,8 @@ class LogPatterns(Check):
         level = info.effective
         if level is None or level >= DECISIVE_MIN_VERBOSITY:
             return None
-        parsed = [ln for ln in log_lines(snap) if ln.verbosity is not None]
+        structured = snap.memo("kd501-structured-lines",
+                               lambda: sum(1 for ln in log_lines(snap) if ln.verbosity is not None))
         evidence: list[Evidence] = []
         if info.flag is not None and info.flag_source:
             kind, _, rest = info.flag_source.partition("/")
@@ -262,7 +263,7 @@ class LogPatterns(Check):
                 else "spec.containers[manager].args"
             evidence.append(ev("object", f"--zap-log-level={info.flag_raw}", kind=kind, name=name,
                                namespace=ns, field=path, expected="--zap-log-level=5"))
-        evidence.append(ev("log", f"{len(parsed)} structured lines, most verbose level {info.max_seen}"
+        evidence.append(ev("log", f"{structured} structured lines, most verbose level {info.max_seen}"
                            if info.max_seen is not None else "no structured log lines",
                            field="verbosity", expected=f"level {DECISIVE_MIN_VERBOSITY} or more"))
         names = " and ".join(f"`{(BY_ID[s].msg or '').strip('^$')}`"
@@ -314,6 +315,16 @@ def _clip(text: str, n: int) -> str:
 def _last_ts(lines: tuple[LogLine, ...] | list[LogLine]) -> datetime | None:
     times = [ln.ts for ln in lines if ln.ts is not None]
     return max(times) if times else None
+
+
+def _scanned(snap: Snapshot) -> tuple[int, str]:
+    """How many log lines there are and the period they cover (once per snapshot, not once per target)."""
+
+    def build() -> tuple[int, str]:
+        lines = log_lines(snap)
+        return len(lines), _span(lines) if lines else ""
+
+    return snap.memo("kd501-scanned", build)
 
 
 def _span(lines: list[LogLine]) -> str:

@@ -7,12 +7,14 @@ import difflib
 import json
 from typing import Any
 
-from kueuediag.analysis.messages import parse_cq_inactive_message
+from kueuediag.analysis.messages import cq_inactive_parts, signal
 from kueuediag.analysis.queue_route import QueueRoute, collected
+from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.causes import CauseSlug
 from kueuediag.models import Confidence, Evidence, Finding, Severity, ev
 from kueuediag.snapshot.k8s import Condition, conditions, meta
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, LocalQueueView, WorkloadView, kueue_index
+from kueuediag.snapshot.logs import log_lines
 from kueuediag.snapshot.model import Snapshot
 from kueuediag_checks._submission import (
     STOPPED,
@@ -24,7 +26,9 @@ from kueuediag_checks._submission import (
     qr_evidence,
 )
 
-_PART_ORDER = ("stopped", "terminating", "missing-flavors", "missing-checks", "inactive-checks", "missing-topology")
+_PART_ORDER = ("stopped", "terminating", "missing-flavors", "missing-checks", "inactive-checks", "missing-topology",
+               "multiple-multikueue", "multikueue-per-flavor", "multikueue-with-provisioning", "tas-multikueue",
+               "tas-provisioning", "tas-cohorts", "tas-preemption", "cohort-cycle")
 _INACTIVE_WORDS = {
     "stopped": "is stopped",
     "terminating": "is terminating",
@@ -32,6 +36,14 @@ _INACTIVE_WORDS = {
     "missing-checks": "references missing AdmissionCheck(s)",
     "inactive-checks": "references inactive AdmissionCheck(s)",
     "missing-topology": "references missing Topology",
+    "multiple-multikueue": "uses several MultiKueue AdmissionChecks",
+    "multikueue-per-flavor": "applies a MultiKueue AdmissionCheck per flavor",
+    "multikueue-with-provisioning": "mixes MultiKueue and ProvisioningRequest AdmissionChecks",
+    "tas-multikueue": "TAS is not supported with MultiKueue admission check",
+    "tas-provisioning": "TAS is not supported with ProvisioningRequest admission check",
+    "tas-cohorts": "TAS is not supported for cohorts",
+    "tas-preemption": "TAS is not supported for preemption within cluster queue",
+    "cohort-cycle": "its cohort tree has a cycle",
 }
 
 
@@ -41,8 +53,12 @@ class QueueState(SubmissionCheck):
     What it detects:
         A LocalQueue with `spec.stopPolicy: Hold|HoldAndDrain` or `Active=False`; a ClusterQueue that is
         inactive: stopped, terminating, referencing a missing ResourceFlavor, a missing or inactive
-        AdmissionCheck, or a missing Topology — also recomputed from the objects when the ClusterQueue has no
-        status yet. (Split out of the former `queue-configuration` check, KD001.)
+        AdmissionCheck, or a missing Topology, or mixing MultiKueue with ProvisioningRequest checks (each piece
+        of the `Can't admit new workloads: ...` message read against the message catalog) — also recomputed
+        from the objects when the ClusterQueue has no status yet. A ClusterQueue whose cohort tree has a
+        `spec.parentName` cycle is inactive too although its Active condition says True: Kueue writes no
+        condition on a Cohort, so the cycle is found from the Cohort objects and the cohort reconciler's log
+        (`cohort has a cycle`). (Split out of the former `queue-configuration` check, KD001.)
 
     Why the workload stays pending:
         A stopped LocalQueue or an inactive ClusterQueue admits nothing: the workload controller writes
@@ -53,12 +69,13 @@ class QueueState(SubmissionCheck):
         LocalQueue `spec.stopPolicy` and `Active` condition; ClusterQueue `spec.stopPolicy`,
         `metadata.deletionTimestamp`, `spec.resourceGroups[].flavors`, `spec.admissionChecksStrategy`, `Active`
         condition; the ResourceFlavors, AdmissionChecks (and their `Active` conditions) and Topologies it
-        references. When the queue objects are missing from the snapshot, the QuotaReserved message alone
-        (medium confidence).
+        references; the Cohorts' `spec.parentName` chain and the cohort reconciler's log line. When the queue
+        objects are missing from the snapshot, the QuotaReserved message alone (medium confidence).
 
     How to fix:
         Set `stopPolicy: None` (or `kubectl kueue resume`), create the missing ResourceFlavor, AdmissionCheck or
-        Topology, or fix the AdmissionCheck's controller or parameters.
+        Topology, or fix the AdmissionCheck's controller or parameters; break a cohort cycle by pointing one
+        Cohort's `spec.parentName` outside the loop.
 
     Example:
         `ClusterQueue gpu-pool is inactive: references missing ResourceFlavor(s): a100 [clusterqueue-inactive]`
@@ -147,7 +164,7 @@ class QueueState(SubmissionCheck):
         self, snap: Snapshot, idx: KueueIndex, cq: ClusterQueueView, lq_ev: list[Evidence], wl_ev: list[Evidence]
     ) -> list[Finding]:
         active = cq.conditions.get("Active")
-        from_status = parse_cq_inactive_message(active.message) if active is not None and active.false else {}
+        from_status = cq_inactive_parts(active.message) if active is not None and active.false else {}
         parts: dict[str, list[str]] = {}
         evidence: list[Evidence] = []
         fixes: list[str] = []
@@ -267,6 +284,17 @@ class QueueState(SubmissionCheck):
                     f"Fix AdmissionCheck(s) {', '.join(inactive_ac)}: their controller or parameters "
                     "(e.g. the ProvisioningRequestConfig) are not ready."
                 )
+        cycle = quota_tree(snap).cycle_above(cq.name)
+        if cycle:
+            parts["cohort-cycle"] = cycle
+            evidence += _cycle_evidence(snap, idx, cq, cycle)
+            first_in_loop = cycle[-1]
+            fixes.append(
+                f"Break the cohort cycle {' → '.join(cycle)}: point spec.parentName of Cohort {first_in_loop} at a "
+                f"Cohort outside the loop, or drop it (`kubectl patch cohort {first_in_loop} --type json -p "
+                "'[{\"op\":\"remove\",\"path\":\"/spec/parentName\"}]'`). Kueue admits again in the whole tree "
+                "once no Cohort is its own ancestor."
+            )
         recomputed = bool(parts)
         status_false = active is not None and active.false
         if not recomputed and not status_false:
@@ -297,6 +325,13 @@ class QueueState(SubmissionCheck):
         elif active.false:
             status_note = ""
             confidence = Confidence.HIGH
+        elif cycle and set(parts) == {"cohort-cycle"}:
+            status_note = (
+                " Its Active condition says True: Kueue writes no condition for a cohort cycle (a Cohort has no "
+                "conditions at all); its scheduler skips every ClusterQueue under the cycle and its cohort "
+                f"reconciler logs `{signal('cohort-cycle').error}`."
+            )
+            confidence = Confidence.HIGH
         else:
             status_note = (
                 " Its Active condition still says True: the status may be stale, or the snapshot lacks "
@@ -307,7 +342,10 @@ class QueueState(SubmissionCheck):
             f"{_INACTIVE_WORDS.get(k, k)}{': ' + ', '.join(v) if v and k != 'stopped' else ''}"
             + (f" ({v[0]})" if k == "stopped" and v else "")
             for k, v in parts.items()
+            if k != "cohort-cycle"
         )
+        if "cohort-cycle" in parts:
+            summary = "; ".join(x for x in (summary, f"its cohort tree has a cycle ({' → '.join(cycle)})") if x)
         reason = active.reason if status_false and active is not None else _first_reason(parts)
         return [
             self.finding(
@@ -338,6 +376,7 @@ def _first_reason(parts: dict[str, list[str]]) -> str:
         ("missing-checks", "AdmissionCheckNotFound"),
         ("inactive-checks", "AdmissionCheckInactive"),
         ("missing-topology", "TopologyNotFound"),
+        ("cohort-cycle", "HasCycle"),
     ]
     return next((r for k, r in order if k in parts), "Unknown")
 
@@ -373,3 +412,22 @@ def _did_you_mean_flavor(cq: ClusterQueueView, missing: list[str], existing: lis
     pairs = ", ".join(f"{old} → did you mean {new}?" for old, new in renames.items())
     return [f"ResourceFlavor {pairs} Rename it in ClusterQueue {cq.name}: "
             f"`kubectl patch clusterqueue {cq.name} --type merge -p '{body}'`"]
+
+
+def _cycle_evidence(snap: Snapshot, idx: KueueIndex, cq: ClusterQueueView, cycle: list[str]) -> list[Evidence]:
+    """The parentName links that close the loop, and the cohort reconciler's log line when the snapshot has it."""
+    out = [ev("object", f"spec.cohortName: {cycle[0]}", kind="ClusterQueue", name=cq.name, field="spec.cohortName")]
+    for name in cycle[:-1]:
+        co = idx.cohorts.get(name)
+        parent = co.parent if co is not None else None
+        out.append(ev("object", f"spec.parentName: {parent}" if co is not None and co.obj is not None
+                      else "no Cohort object (implicit cohort)", kind="Cohort", name=name, field="spec.parentName",
+                      expected="a chain that ends at a root Cohort"))
+    sig = signal("cohort-cycle")
+    for ln in log_lines(snap):
+        if sig.log in ln.msg and sig.error in f"{ln.error} {ln.raw}":
+            out.append(ev("log", f"{ln.file}:{ln.lineno}: {ln.msg}: {ln.error}".rstrip(": "), kind="Cohort",
+                          name=str(ln.fields.get("cohort") or ln.fields.get("name") or cycle[-1]),
+                          field="cohort-reconciler"))
+            break
+    return out

@@ -17,6 +17,7 @@ from kueuediag.analysis.capacity import (
     topology_assignment,
 )
 from kueuediag.analysis.messages import ReasonKind, Rejection, api_rejection
+from kueuediag.analysis.pod_history import history_evidence
 from kueuediag.analysis.scheduling import (
     IMAGE_PULL_REASONS,
     ImagePullFailure,
@@ -29,7 +30,7 @@ from kueuediag.analysis.scheduling import (
 )
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Evidence, Finding, Severity, ev
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.k8s import PodView, meta, pod_fits_node_labels
 from kueuediag.snapshot.kueue import (
@@ -113,6 +114,10 @@ class ReleaseState(Check):
         its own gates. When the controller log or an event shows the API server refusing Kueue's unsuspend or
         ungate (admission webhook, ValidatingAdmissionPolicy, PodSecurity, SCC, immutable field, RBAC), the
         gate-not-removed finding cites that line and points at the policy, not at a stuck controller.
+        Past the grace period, pods that still do not run with none of these failures recorded are
+        `pods-not-starting` too, naming where they are: no pod although the job is released, a pod not bound yet,
+        a pod bound to a NotReady node, or (no Pod objects in the snapshot) Kueue's own `PodsReady=False` record:
+        an admitted workload whose pods do not run is never reported as merely admitted.
         A pending (not admitted) workload whose pods are gated or whose job is suspended is normal: clear.
 
     Why the workload stays pending:
@@ -124,7 +129,8 @@ class ReleaseState(Check):
         The Workload's `Admitted` condition and its age, the pod's `spec.schedulingGates` or the job's suspend
         field, the pod's `PodScheduled` condition and newest `FailedScheduling` event, per-node free room for
         the fragmentation split, container `waiting` reasons, the job's `FailedCreate` events and the
-        ResourceQuota they name.
+        ResourceQuota they name; events of the job's earlier pods that no longer exist (image pulls, evictions,
+        preemptions, failed scheduling), marked as such — history, never a command's target.
 
     How to fix:
         gate-not-removed: read the Kueue controller logs for the job (`Job admitted, unsuspending`), check its
@@ -167,7 +173,8 @@ class ReleaseState(Check):
                 return CheckResult.not_applicable(
                     f"admitted {human_duration(age)} ago: Kueue is still releasing the pods (grace "
                     f"{self.opts['grace_seconds']}s)")
-            return CheckResult.fired([self._not_released(snapshot, w, held, age), *foreign])
+            return CheckResult.fired(_with_history(snapshot, owner, [self._not_released(snapshot, w, held, age),
+                                                                     *foreign]))
         findings: list[Finding] = list(foreign)
         pending = [p for p in pods if not p.node and not p.terminating]
         scheds = [s for s in (pod_scheduling(snapshot, p) for p in pending) if s.failure is not None]
@@ -181,6 +188,11 @@ class ReleaseState(Check):
             created = self._not_created(snapshot, w, owner, age)
             if created is not None:
                 findings.append(created)
+        if not findings:
+            stalled = self._not_running(snapshot, w, owner, pods, age)
+            if stalled is not None:
+                findings.append(stalled)
+        findings = _with_history(snapshot, owner, findings)
         placed = sum(1 for p in pods if p.node)
         return self.result(findings, ev(
             "object", f"{len(pods)} pod(s), {placed} bound to a node; no scheduling gate left, no "
@@ -489,6 +501,86 @@ class ReleaseState(Check):
                             data={"pod": pod.name, "image": f.image, "reason": f.reason,
                                   "pods": [p.name for p, _ in pulls]})
 
+    def _not_running(self, snap: Snapshot, w: WorkloadView, owner: dict[str, Any] | None, pods: list[PodView],
+                     age: float | None) -> Finding | None:
+        """Released, nothing failed yet, but the pods do not run: name where they are (not created, not bound,
+        bound to a NotReady node, containers still being created) — an admitted workload whose pods do not run
+        is never 'not pending'. Inside the grace period this is ordinary start-up: nothing to report yet."""
+        if age is not None and age < float(self.opts["grace_seconds"]):
+            return None
+        when = f" {human_duration(age)} ago" if age is not None else ""
+        adm = w.cond("Admitted")
+        evidence: list[Evidence] = [ev("condition", f"Admitted=True ({adm.reason if adm else '?'}){when}",
+                                       kind="Workload", name=w.name, namespace=w.namespace,
+                                       field="status.conditions[type=Admitted]")]
+        ready = w.cond("PodsReady")
+        if ready is not None and ready.false:
+            evidence.append(ev("condition", f"PodsReady=False ({ready.reason}): {ready.message}".rstrip(": "),
+                               kind="Workload", name=w.name, namespace=w.namespace,
+                               field="status.conditions[type=PodsReady]", expected="True"))
+        waiting = [p for p in pods if p.phase != "Running"]
+        if waiting:
+            pod = waiting[0]
+            node = next((n for n in nodes(snap) if n.name == pod.node), None) if pod.node else None
+            where = (f"bound to node {pod.node}, which is NotReady" if node is not None and not node.ready
+                     else f"bound to node {pod.node}, containers not started" if pod.node
+                     else "not bound to a node yet")
+            evidence.append(ev("object", f"phase {pod.phase}, {where}", kind="Pod", name=pod.name,
+                               namespace=pod.namespace, field="status.phase", expected="Running"))
+            if node is not None and not node.ready:
+                cond = node.conditions.get("Ready")
+                evidence.append(ev("condition", f"Ready={cond.status if cond else 'Unknown'} "
+                                                f"({cond.reason if cond else '?'}): {cond.message if cond else ''}"
+                                   .rstrip(": "), kind="Node", name=node.name, field="status.conditions[type=Ready]",
+                                   expected="True"))
+            for e in events_for(snap, "Pod", pod.namespace, pod.name)[-2:]:
+                evidence.append(ev("event", f"{e.reason}: {e.message}", kind="Pod", name=pod.name,
+                                   namespace=pod.namespace, field=e.reason))
+            more = f" ({len(waiting)} of {len(pods)} pods)" if len(waiting) > 1 else ""
+            title = f"admitted{when}, but pod {pod.name} does not run: {pod.phase}, {where}{more}"
+            if node is not None and not node.ready:
+                fix = [f"Node {node.name} is NotReady: its kubelet starts nothing. Repair the node, or delete the "
+                       f"pod so its controller recreates it on a healthy node (`kubectl -n {pod.namespace} delete "
+                       f"pod {pod.name}`).", "See KD901 (node-unhealthy) for the node's conditions."]
+            else:
+                fix = [f"`kubectl -n {pod.namespace} describe pod {pod.name}`: its events say what the scheduler or "
+                       "the kubelet is doing (volume attach, image pull, sandbox creation)."]
+            what = f"pod {pod.name} is {pod.phase} and {where}"
+            data: dict[str, Any] = {"pod": pod.name, "phase": pod.phase, "node": pod.node or "",
+                                    "node_ready": node.ready if node is not None else None}
+        elif pods:
+            return None  # every pod runs
+        elif ready is not None and ready.false:
+            # Kueue's own record says the pods have not all started; the snapshot may not hold them
+            pods_part = snap.part_unavailable(Part.PODS)
+            seen = (f"the snapshot holds no Pod objects ({pods_part})" if pods_part
+                    else "no pod of it is in the snapshot")
+            title = f"admitted{when}, but Kueue records its pods not ready: PodsReady=False ({ready.reason})"
+            fix = [f"`kubectl -n {w.namespace} get pods` for this job and `kubectl describe pod` the ones not "
+                   "running: their events say why (scheduling, image pulls, volumes)."]
+            what = f"Kueue records PodsReady=False ({ready.reason}: {ready.message}) and {seen}"
+            data = {"pod": "", "podsready_reason": ready.reason}
+        else:
+            if owner is None or suspend_field(owner) is None:
+                return None  # a pod group or an owner the snapshot does not hold: nothing says pods should exist
+            m = meta(owner)
+            status = owner.get("status") or {}
+            if status.get("active") or status.get("ready") or status.get("succeeded"):
+                return None  # the job reports pods the snapshot does not hold
+            kind = str(owner.get("kind", "?"))
+            title = f"admitted{when} and released, but {kind} {m.get('name')} has no pod"
+            evidence.append(ev("object", f"status: {status or '{}'}; no pod of it in the snapshot", kind=kind,
+                               name=m.get("name"), namespace=m.get("namespace"), field="status.active",
+                               expected=">= 1"))
+            fix = [f"`kubectl -n {m.get('namespace')} describe {kind.lower()} {m.get('name')}`: its events say why "
+                   "its controller creates no pod (none recorded in this snapshot)."]
+            what = f"{kind} {m.get('name')} has no pod and reports none active"
+            data = {"owner": f"{kind}/{m.get('name')}", "pod": ""}
+        message = (f"Kueue admitted and released the workload{when}, so its quota is taken, but {what}, with no "
+                   "scheduling, image or container failure recorded to explain it.")
+        return self.finding(CauseSlug.PODS_NOT_STARTING, title, message, evidence=evidence, remediation=fix,
+                            severity=Severity.MEDIUM, confidence=Confidence.MEDIUM, data=data)
+
     def _not_created(self, snap: Snapshot, w: WorkloadView, owner: dict[str, Any],
                      age: float | None) -> Finding | None:
         """Released job without pods: the job controller's FailedCreate events say why."""
@@ -530,6 +622,14 @@ class ReleaseState(Check):
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _with_history(snap: Snapshot, owner: dict[str, Any] | None, findings: list[Finding]) -> list[Finding]:
+    """Each finding with what the job's earlier, deleted pods went through (their events outlive them)."""
+    history = history_evidence(snap, owner)
+    if not history:
+        return findings
+    return [f.model_copy(update={"evidence": (*f.evidence, *history)}) for f in findings]
 
 
 def _denied_release(snap: Snapshot, w: WorkloadView, held: list[HeldBy]) -> tuple[Rejection, str, str] | None:

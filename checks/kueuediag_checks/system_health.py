@@ -527,9 +527,15 @@ def _matches(n: NodeView, lbls: dict[str, str]) -> bool:
 
 
 def _relevant_objects(ctx: _Ctx) -> set[tuple[str, str]] | None:
-    """(kind, name) of queue objects that matter to the target; None = all (no target ClusterQueue)."""
+    """(kind, name) of queue objects that matter to the target; None = all (no target ClusterQueue). Memoised
+    per ClusterQueue."""
     if ctx.cq is None or ctx.cq not in ctx.idx.cluster_queues:
         return None
+    return ctx.snap.memo(("KD901:relevant-objects", ctx.cq), lambda: _queue_objects(ctx))
+
+
+def _queue_objects(ctx: _Ctx) -> set[tuple[str, str]]:
+    assert ctx.cq is not None
     out = {("ClusterQueue", ctx.cq)}
     root = tree_of(ctx.idx, ctx.cq)
     if root is not None:

@@ -38,6 +38,7 @@ from kueuediag.snapshot.metrics import (
     increase_events,
     metric_store,
     sum_at,
+    sums_at,
     time_range,
 )
 from kueuediag.snapshot.model import Snapshot
@@ -257,7 +258,7 @@ def rates_from_metrics(store: MetricStore, cq: str | None, window: float, end_hi
         queries.append(f'{PENDING}{{cluster_queue="{cq}"}}')
         mine = mw.pending_by_cq[cq]
         stamps = sorted({t for s in mine for t, _ in s.points if start <= t <= end})
-        pending_points = [(t, v) for t, v in ((t, sum_at(mine, t)) for t in stamps) if v is not None]
+        pending_points = [(t, v) for t, v in zip(stamps, sums_at(mine, stamps), strict=True) if v is not None]
     return Rates(
         source="metrics", cluster_queue=cq, start=start, end=end, step=nice_step(end - start),
         admission_times=mw.admissions_by_cq.get(cq or "", []), preemption_times=pre_times,

@@ -41,7 +41,7 @@ from kueuediag.snapshot.kueue import (
     kueue_index,
     workloads_by_cluster_queue,
 )
-from kueuediag.snapshot.metrics import MetricStore, Series, metric_store, value_at
+from kueuediag.snapshot.metrics import MetricStore, Series, metric_store, sums_at, value_at
 from kueuediag.snapshot.model import Snapshot
 
 # --- fitting in unused nominal quota ------------------------------------------------------------------------
@@ -505,9 +505,8 @@ def pending_workloads_history(store: MetricStore, cq: str, now: datetime) -> tup
         return None
     times = sorted({t for s in series for t, _ in s.points if t <= now.timestamp()})
     start: float | None = None
-    for t in reversed(times):
-        total = sum(v for v in (value_at(s, t) for s in series) if v is not None)
-        if total > 0:
+    for t, total in reversed(list(zip(times, sums_at(series, times), strict=True))):
+        if (total or 0) > 0:
             start = t
         else:
             break

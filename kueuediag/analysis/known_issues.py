@@ -17,10 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cache
-from importlib import resources
 from typing import Any
-
-import yaml
 
 from kueuediag.analysis.fair_sharing import fair_sharing_config
 from kueuediag.analysis.health import controller_pods, shares_quota_with, zombie_pods
@@ -31,6 +28,7 @@ from kueuediag.analysis.preemption_victims import quota_holding_victims, victim_
 from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.analysis.signatures import BY_ID, Signature, SignatureHit, scan, signature_hits
 from kueuediag.analysis.versions import Version, behaviour, gate_introduced, has_behaviour, parse_version, satisfies
+from kueuediag.datafile import data_yaml
 from kueuediag.models import Confidence, Evidence, Severity, ev
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import meta, required_node_terms
@@ -197,8 +195,7 @@ def _issue(raw: dict[str, Any]) -> KnownIssue:
 @cache
 def known_issues() -> tuple[KnownIssue, ...]:
     """The table, loaded once (a malformed table is a bug in kueuediag: it raises)."""
-    text = resources.files("kueuediag").joinpath("data/known_issues.yaml").read_text(encoding="utf-8")
-    doc = yaml.safe_load(text)
+    doc = data_yaml("known_issues.yaml")
     out = tuple(_issue(raw) for raw in doc["issues"])
     ids = [i.id for i in out]
     dup = {i for i in ids if ids.count(i) > 1}
@@ -298,11 +295,17 @@ def match_issue(ctx: Context, issue: KnownIssue) -> Match | None:
 def match_all(ctx: Context) -> list[Match]:
     """Every entry the snapshot matches, table order."""
     out = []
-    for issue in known_issues():
+    for issue in affecting(ctx.snap, ctx.version):
         m = match_issue(ctx, issue)
         if m is not None:
             out.append(m)
     return out
+
+
+def affecting(snap: Snapshot, version: Version) -> list[KnownIssue]:
+    """The entries of the table that `version` has, table order (memoised per version: asked for every
+    target)."""
+    return snap.memo(("known-issues:affecting", version), lambda: [i for i in known_issues() if i.affects(version)])
 
 
 def context_for(snap: Snapshot, version: Version, workload: WorkloadView | None, cq: str | None) -> Context:
@@ -438,12 +441,29 @@ def _log_hits(ctx: Context, issue: KnownIssue) -> list[tuple[str, LogLine, int, 
     for s in issue.logs:
         hits: list[SignatureHit]
         if s.signature is not None:
-            hits = [h for h in signature_hits(ctx.snap) if h.signature.id == s.signature]
+            hits = _hits_by_signature(ctx.snap).get(s.signature, [])
         else:
-            hits = scan(log_lines(ctx.snap), _regex_signatures(s.regex or ""))
+            hits = _regex_hits(ctx.snap, s.regex or "")
         for h in hits:
             out.append((h.signature.id if s.signature else f"`{s.regex}`", h.lines[-1], h.count, h.noteworthy))
     return out
+
+
+def _hits_by_signature(snap: Snapshot) -> dict[str, list[SignatureHit]]:
+    """The snapshot's signature hits by signature id (memoised: every entry of every target asks)."""
+
+    def build() -> dict[str, list[SignatureHit]]:
+        out: dict[str, list[SignatureHit]] = {}
+        for h in signature_hits(snap):
+            out.setdefault(h.signature.id, []).append(h)
+        return out
+
+    return snap.memo("known-issues:hits-by-signature", build)
+
+
+def _regex_hits(snap: Snapshot, regex: str) -> list[SignatureHit]:
+    """Hits of an entry's own log regex (memoised per regex: a scan reads every log line)."""
+    return snap.memo(("known-issues:regex-hits", regex), lambda: scan(log_lines(snap), _regex_signatures(regex)))
 
 
 @cache

@@ -18,12 +18,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from functools import cache, lru_cache
-from importlib import resources
 from typing import Any
 
-import yaml
-
 from kueuediag.analysis.versions import Version, parse_version
+from kueuediag.datafile import data_yaml
 from kueuediag.quantity import QuantityError, parse_quantity
 
 CATALOG_SCHEMA = "kueuediag/messages/v1"
@@ -178,8 +176,7 @@ def _entry(raw: dict[str, Any]) -> CatalogEntry:
 @cache
 def catalog() -> tuple[CatalogEntry, ...]:
     """Every catalogued message, in file order (loaded once)."""
-    text = resources.files("kueuediag").joinpath("data/messages.yaml").read_text(encoding="utf-8")
-    doc = yaml.safe_load(text)
+    doc = data_yaml("messages.yaml")
     if not isinstance(doc, dict) or doc.get("schema") != CATALOG_SCHEMA:
         raise ValueError(f"kueuediag/data/messages.yaml: schema is not {CATALOG_SCHEMA}")
     return tuple(_entry(raw) for raw in doc["entries"])
@@ -187,8 +184,7 @@ def catalog() -> tuple[CatalogEntry, ...]:
 
 @cache
 def catalog_versions() -> tuple[str, ...]:
-    text = resources.files("kueuediag").joinpath("data/messages.yaml").read_text(encoding="utf-8")
-    return tuple(str(v) for v in yaml.safe_load(text)["versions"])
+    return tuple(str(v) for v in data_yaml("messages.yaml")["versions"])
 
 
 def entry(entry_id: str) -> CatalogEntry:
@@ -392,8 +388,9 @@ def classify(condition: str, message: str, *, reason: str = "", status: str = ""
     same = [e for e in pool if e.condition == condition and (not status or e.status == status)]
     for candidates in (same, pool):
         for e in candidates:
-            if e.pattern.search(text):
-                return Classified(condition, status, reason, message, (e,), ())
+            if e.part != "fragment" and e.pattern.search(text):
+                parts = tuple(f for f in pool if f.part == "fragment" and f.pattern.search(text))
+                return Classified(condition, status, reason, message, (e, *parts), ())
     if condition in ("Requeued", "Evicted"):
         pm = parse_pending_message(text)
         if pm.reasons and not pm.unrecognised:
@@ -477,26 +474,102 @@ def exceeds_max_form(message: str) -> str | None:
 
 # --- the ClusterQueue Active=False message ------------------------------------------------------------------------
 
-_INACTIVE_PARTS = [
-    ("stopped", re.compile(r"is stopped")),
-    ("missing-flavors", re.compile(r"references missing ResourceFlavor\(s\): (?P<names>[^.]+?)(?:, references|\.$|$)")),
-    ("missing-checks", re.compile(r"references missing AdmissionCheck\(s\): (?P<names>[^.]+?)(?:, references|\.$|$)")),
-    ("inactive-checks", re.compile(
-        r"references inactive AdmissionCheck\(s\): (?P<names>[^.]+?)(?:, references|\.$|$)")),
-    ("missing-topology", re.compile(r"there is no Topology \"(?P<names>[^\"]+)\"")),
-    ("terminating", re.compile(r"clusterQueue is terminating")),
-]
+# the piece of `Can't admit new workloads; clusterQueue is terminating`, which is not a list of problems
+_TERMINATING = "cq-terminating-condition"
+
+
+def cq_inactive_parts(message: str) -> dict[str, list[str]]:
+    """The problems a ClusterQueue Active=False message lists, by catalog entry (`cq-part-*` without the prefix):
+    `Can't admit new workloads: references missing ResourceFlavor(s): a,b.` → {'missing-flavors': ['a', 'b']}.
+
+    Names are split from both list forms Kueue printed: a Go slice `[a b]` (v0.9 - v0.11) and `a,b` (v0.12+).
+    """
+    text = message or ""
+    out: dict[str, list[str]] = {}
+    if entry(_TERMINATING).pattern.search(text):
+        out["terminating"] = []
+    for e in _entries("fragment", ("ClusterQueue.Active",)):
+        m = e.pattern.search(text)
+        if m:
+            names = m.groupdict().get("name") or ""
+            out[e.id.removeprefix("cq-part-")] = [n for n in re.split(r"[\s,]+", names.strip("[]")) if n]
+    return out
 
 
 def parse_cq_inactive_message(message: str) -> dict[str, list[str]]:
-    """`Can't admit new workloads: references missing ResourceFlavor(s): a,b.` → {'missing-flavors': ['a','b']}."""
-    out: dict[str, list[str]] = {}
-    for kind, pattern in _INACTIVE_PARTS:
-        m = pattern.search(message or "")
-        if m:
-            names = m.groupdict().get("names")
-            out[kind] = [n.strip() for n in names.split(",")] if names else []
+    """Alias of :func:`cq_inactive_parts` (the name the checks used first)."""
+    return cq_inactive_parts(message)
+
+
+# --- what Kueue writes in the status of the queue objects ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Span:
+    """The Kueue minors (inclusive) that write something, and the source file that writes it."""
+
+    since: str
+    until: str
+    source: str
+
+
+@dataclass(frozen=True)
+class StatusCondition(_Span):
+    """A condition type Kueue writes on a queue object."""
+
+    type: str
+
+
+@dataclass(frozen=True)
+class StatusField(_Span):
+    field: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Signal(_Span):
+    """How Kueue reports a problem of an object that carries no condition for it (a Cohort's cycle)."""
+
+    id: str
+    problem: str
+    cause: str
+    workload_entry: str
+    """the catalog entry of the message Kueue writes on the affected workloads"""
+    log: str
+    error: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """What Kueue writes in the status of one queue kind (LocalQueue, ClusterQueue, Cohort), v0.9 - v0.19."""
+
+    kind: str
+    conditions: tuple[StatusCondition, ...]
+    fields: tuple[StatusField, ...]
+    signals: tuple[Signal, ...]
+
+
+@cache
+def queue_status() -> dict[str, QueueStatus]:
+    """The catalog's `queue_status` section, by kind."""
+    out: dict[str, QueueStatus] = {}
+    for raw in data_yaml("messages.yaml")["queue_status"]:
+        out[str(raw["kind"])] = QueueStatus(
+            kind=str(raw["kind"]),
+            conditions=tuple(StatusCondition(**{k: str(v) for k, v in c.items()}) for c in raw["conditions"]),
+            fields=tuple(StatusField(**{k: str(v) for k, v in f.items()}) for f in raw["fields"]),
+            signals=tuple(Signal(**{k: str(v) for k, v in g.items()}) for g in raw["signals"]),
+        )
     return out
+
+
+def signal(signal_id: str) -> Signal:
+    for qs in queue_status().values():
+        for g in qs.signals:
+            if g.id == signal_id:
+                return g
+    raise KeyError(signal_id)
 
 
 # --- the API server refusing Kueue's own writes ---------------------------------------------------------------

@@ -130,6 +130,18 @@ class QuotaTree:
             cur = parent.parent if parent else None
         return out
 
+    def cycle_above(self, cq: str) -> list[str]:
+        """The Cohorts from the ClusterQueue's parent up the parentName chain until it repeats, when that chain
+        runs into a cycle (Kueue's ``HasCycle(cq.Parent())``: such a ClusterQueue admits nothing); else []."""
+        node = self.cluster_queues.get(cq)
+        chain: list[str] = []
+        cur = node.parent if node else None
+        while cur is not None and cur not in chain:
+            chain.append(cur)
+            parent = self.cohorts.get(cur)
+            cur = parent.parent if parent else None
+        return [*chain, cur] if cur is not None else []
+
     def root(self, cq: str) -> str | None:
         p = self.path(cq)
         return p[-1] if p else None

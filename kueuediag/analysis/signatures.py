@@ -18,6 +18,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from kueuediag.analysis.versions import (  # noqa: F401 - the semver helpers used to live here
     Version,
@@ -27,7 +28,7 @@ from kueuediag.analysis.versions import (  # noqa: F401 - the semver helpers use
     satisfies,
 )
 from kueuediag.models import Severity
-from kueuediag.snapshot.logs import LogLine, log_lines
+from kueuediag.snapshot.logs import LineIndex, LogLine, log_lines
 from kueuediag.snapshot.model import Snapshot
 
 # --- log signatures ---------------------------------------------------------------------------------------
@@ -69,6 +70,9 @@ class Signature:
     escalate_note: str = ""
     _compiled: tuple[re.Pattern[str] | None, tuple[tuple[str, re.Pattern[str]], ...], re.Pattern[str] | None] = \
         field(init=False, repr=False, compare=False, hash=False, default=(None, (), None))
+    msg_prefixes: tuple[str, ...] | None = field(init=False, repr=False, compare=False, hash=False, default=None)
+    """literal starts every message the `msg` pattern can match (None: any message may match), so `scan` can
+    skip the signature with one ``str.startswith`` on most lines"""
 
     def __post_init__(self) -> None:
         if self.msg is None and self.text is None and not self.fields:
@@ -80,6 +84,7 @@ class Signature:
             re.compile(self.text) if self.text is not None else None,
         )
         object.__setattr__(self, "_compiled", compiled)
+        object.__setattr__(self, "msg_prefixes", literal_prefixes(self.msg) if self.msg is not None else None)
 
     def matches(self, line: LogLine) -> bool:
         msg_re, fields, text_re = self._compiled
@@ -100,6 +105,42 @@ class Signature:
         if self.per == "clusterQueue":
             return line.cluster_queue or ""
         return ""
+
+
+_META = frozenset(".^$*+?{}[]\\|()")
+
+
+def literal_prefixes(pattern: str) -> tuple[str, ...] | None:
+    """The literal text every match of `pattern` starts with, one per top-level alternative, when each
+    alternative is anchored (``^``); None when some alternative can start anywhere or with anything."""
+    alternatives: list[str] = []
+    depth, start = 0, 0
+    escaped = False
+    for i, ch in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            alternatives.append(pattern[start:i])
+            start = i + 1
+    alternatives.append(pattern[start:])
+    out: list[str] = []
+    for alt in alternatives:
+        if not alt.startswith("^"):
+            return None
+        end = 1
+        while end < len(alt) and alt[end] not in _META:
+            end += 1
+        literal = alt[1:end]
+        if end < len(alt) and alt[end] in "*?{" and literal:
+            literal = literal[:-1]  # the last character is optional or repeated
+        out.append(literal)
+    return tuple(out)
 
 
 _S = Severity
@@ -298,6 +339,11 @@ class SignatureHit:
     key: str
     lines: tuple[LogLine, ...]
 
+    @cached_property
+    def index(self) -> LineIndex:
+        """`lines` by the Workloads and ClusterQueues they name (built on first use, once per snapshot)."""
+        return LineIndex(self.lines)
+
     @property
     def count(self) -> int:
         return len(self.lines)
@@ -329,9 +375,12 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
     for line in lines:
         # cheap substring test first: most lines can match no text-pattern signature at all
         raw = line.raw
+        msg = line.msg
         text_possible = any(h in raw for h in TEXT_HINTS)
         for sig in signatures:
             if sig.text is not None and not text_possible:
+                continue
+            if sig.msg_prefixes is not None and not msg.startswith(sig.msg_prefixes):
                 continue
             if sig.matches(line):
                 groups[(sig.id, sig.group_key(line))].append(line)
@@ -345,3 +394,33 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
 def signature_hits(snap: Snapshot) -> list[SignatureHit]:
     """`scan` over the snapshot's logs (memoised)."""
     return snap.memo("log-signature-hits", lambda: scan(log_lines(snap)))
+
+
+def hits_concerning(snap: Snapshot, workload: str, cluster_queue: str | None) -> list[SignatureHit]:
+    """The hits (in `signature_hits` order) that may name a Workload called `workload` or `cluster_queue`, and
+    every hit not grouped per workload; the other hits cannot be about the target or its ClusterQueue.
+
+    Per-workload signatures give one hit per Workload: looking at this subset instead of all of them keeps a
+    target's cost independent of how many other Workloads the logs mention (`health --all-pending`).
+    """
+
+    def build() -> tuple[dict[str, list[int]], dict[str, list[int]], list[int]]:
+        by_workload: dict[str, list[int]] = defaultdict(list)
+        by_cq: dict[str, list[int]] = defaultdict(list)
+        always: list[int] = []
+        for i, hit in enumerate(signature_hits(snap)):
+            if hit.signature.per != "workload" or any(not ln.workloads for ln in hit.lines):
+                always.append(i)  # cluster-wide, or lines matched by the name as a word: always looked at
+                continue
+            for name in {n for ln in hit.lines for _, n in ln.workloads}:
+                by_workload[name].append(i)
+            for cq in {cq for ln in hit.lines for cq in ln.cluster_queues}:
+                by_cq[cq].append(i)
+        return dict(by_workload), dict(by_cq), always
+
+    by_workload, by_cq, always = snap.memo("log-signature-hits-by-name", build)
+    hits = signature_hits(snap)
+    picked = set(always) | set(by_workload.get(workload, ()))
+    if cluster_queue is not None:
+        picked |= set(by_cq.get(cluster_queue, ()))
+    return [hits[i] for i in sorted(picked)]

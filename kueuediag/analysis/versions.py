@@ -18,10 +18,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache, total_ordering
-from importlib import resources
 from typing import Any
 
-import yaml
+from kueuediag.datafile import data_yaml
 
 # --- semver ------------------------------------------------------------------------------------------------
 
@@ -188,8 +187,7 @@ _GATE_VALUE = re.compile(r"^(alpha|beta|ga|deprecated) (on|off)$|^removed$")
 @cache
 def table() -> VersionTable:
     """The parsed ``data/versions.yaml`` (read once; a malformed row raises: it is our bug, not the user's)."""
-    text = resources.files("kueuediag").joinpath("data/versions.yaml").read_text(encoding="utf-8")
-    raw: dict[str, Any] = yaml.safe_load(text)
+    raw: dict[str, Any] = data_yaml("versions.yaml")
     behaviours: dict[str, Behaviour] = {}
     for row in raw["behaviours"]:
         since = tuple(str(s) for s in row["since"])

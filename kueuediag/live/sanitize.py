@@ -27,8 +27,9 @@ import copy
 import re
 from typing import Any
 
+from kueuediag.snapshot.model import LAST_APPLIED
+
 REDACTED = "<redacted>"
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SECRET_WORDS = ("password", "passwd", "secret", "token", "apikey", "api-key", "api_key", "credential",
                 "private-key", "private_key", "access-key", "access_key", "auth", "bearer", "passphrase",
                 "client-key", "cert-key", "session-key", "signing-key", "webhook-url", "dsn", "cookie")

@@ -24,8 +24,10 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
+from kueuediag import jsonload
 from kueuediag.models import Patch
 from kueuediag.snapshot.k8s import labels, meta
 from kueuediag.snapshot.model import Snapshot
@@ -48,15 +50,19 @@ _KLOG = re.compile(
 _KLOG_SEVERITY = {"I": "info", "W": "warn", "E": "error", "F": "fatal"}
 
 _WORKLOAD_KEYS = ("workload", "Workload", "preemptingWorkload", "targetWorkload", "wl")
+_EVENT_OBJECT_KEYS = ("object", "involvedObject", "regarding")
 _CQ_KEYS = ("clusterQueue", "ClusterQueue", "cluster-queue", "targetClusterQueue", "cq")
 _CORE_KEYS = frozenset({
     "level", "ts", "logger", "caller", "msg", "error", "stacktrace", "M", "L", "T", "N", "C",
 })
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogLine:
-    """One line of a controller log, normalised across encoders."""
+    """One line of a controller log, normalised across encoders.
+
+    Slotted: a snapshot holds hundreds of thousands of lines, and a per-instance ``__dict__`` cost ~1 kB each.
+    """
 
     file: str
     lineno: int
@@ -76,10 +82,27 @@ class LogLine:
     error: str = ""
     stacktrace: str = ""
     fields: Mapping[str, Any] = field(default_factory=dict)
-    workloads: tuple[WorkloadRef, ...] = ()
-    """every Workload the line names (workload, preemptingWorkload, targetWorkload, controller-runtime's
-    Workload key)"""
-    cluster_queues: tuple[str, ...] = ()
+    _refs: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] | None = field(default=None, init=False, repr=False,
+                                                                          compare=False)
+
+    def _named(self) -> tuple[tuple[WorkloadRef, ...], tuple[str, ...]]:
+        refs = self._refs
+        if refs is None:
+            refs = (_workload_refs(self.fields, self.logger), _cq_refs(self.fields, self.logger)) if self.fields \
+                else ((), ())
+            object.__setattr__(self, "_refs", refs)  # a cache of what the frozen fields determine
+        return refs
+
+    @property
+    def workloads(self) -> tuple[WorkloadRef, ...]:
+        """every Workload the line names (workload, preemptingWorkload, targetWorkload, controller-runtime's
+        Workload key), worked out on first use: most lines are only ever counted or matched by message"""
+        return self._named()[0]
+
+    @property
+    def cluster_queues(self) -> tuple[str, ...]:
+        """every ClusterQueue the line names (clusterQueue, targetClusterQueue...), on first use"""
+        return self._named()[1]
 
     @property
     def workload(self) -> WorkloadRef | None:
@@ -130,6 +153,10 @@ def parse_level(level: str) -> tuple[int | None, str]:
             return 0, "info"
         return n, "debug"
     return None, low or "text"
+
+
+_level = lru_cache(maxsize=256)(parse_level)
+"""`parse_level` for log lines: a log has a handful of distinct level strings."""
 
 
 _RFC3339 = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:[Zz]|\+00:?00)$")
@@ -183,8 +210,8 @@ def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -
     stripped = body.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         try:
-            obj = json.loads(stripped)
-        except ValueError:
+            obj = jsonload.loads(stripped)
+        except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
             return _from_json(path, lineno, line, obj, prefix_ts)
@@ -200,21 +227,21 @@ def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -
 
 
 def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts: datetime | None) -> LogLine:
-    level = _as_text(obj.get("level", obj.get("L", "")))
-    verbosity, severity = parse_level(level)
+    # Every key is looked up once (a production log has ~10 of them a line, 100,000s of lines).
+    level = _as_text(obj["level"] if "level" in obj else obj.get("L", ""))
+    verbosity, severity = _level(level)
     fields = {k: v for k, v in obj.items() if k not in _CORE_KEYS}
+    logger = _as_text(obj["logger"] if "logger" in obj else obj.get("N", ""))
     return LogLine(
         file=path, lineno=lineno, raw=raw, format="json",
-        ts=parse_ts(obj.get("ts", obj.get("T"))) or prefix_ts,
+        ts=parse_ts(obj["ts"] if "ts" in obj else obj.get("T")) or prefix_ts,
         level=level, verbosity=verbosity, severity=severity,
-        logger=_as_text(obj.get("logger", obj.get("N", ""))),
-        caller=_as_text(obj.get("caller", obj.get("C", ""))),
-        msg=_as_text(obj.get("msg", obj.get("M", ""))),
+        logger=logger,
+        caller=_as_text(obj["caller"] if "caller" in obj else obj.get("C", "")),
+        msg=_as_text(obj["msg"] if "msg" in obj else obj.get("M", "")),
         error=_as_text(obj.get("error", "")),
         stacktrace=_as_text(obj.get("stacktrace", "")),
         fields=fields,
-        workloads=_workload_refs(fields, _as_text(obj.get("logger", ""))),
-        cluster_queues=_cq_refs(fields, _as_text(obj.get("logger", ""))),
     )
 
 
@@ -229,8 +256,8 @@ def _from_console(path: str, lineno: int, raw: str, body: str) -> LogLine | None
     fields: dict[str, Any] = {}
     if len(rest) >= 2 and rest[-1].lstrip().startswith("{"):
         try:
-            decoded = json.loads(rest[-1])
-        except ValueError:
+            decoded = jsonload.loads(rest[-1])
+        except (ValueError, RecursionError):
             decoded = None
         if isinstance(decoded, dict):
             fields = decoded
@@ -251,7 +278,6 @@ def _from_console(path: str, lineno: int, raw: str, body: str) -> LogLine | None
         file=path, lineno=lineno, raw=raw, format="console", ts=parse_ts(parts[0]),
         level=parts[1].strip(), verbosity=verbosity, severity=severity, logger=logger, caller=caller,
         msg=msg.strip(), error=error, stacktrace=stack, fields=fields,
-        workloads=_workload_refs(fields, logger), cluster_queues=_cq_refs(fields, logger),
     )
 
 
@@ -268,6 +294,8 @@ def _from_klog(path: str, lineno: int, raw: str, m: re.Match[str], year: int | N
 
 
 def _as_text(value: Any) -> str:
+    if type(value) is str:
+        return value
     if value is None:
         return ""
     if isinstance(value, str):
@@ -293,10 +321,13 @@ def _ref(value: Any) -> WorkloadRef | None:
 def _workload_refs(fields: Mapping[str, Any], logger: str) -> tuple[WorkloadRef, ...]:
     out: list[WorkloadRef] = []
     for key in _WORKLOAD_KEYS:
-        ref = _ref(fields.get(key))
+        value = fields.get(key)
+        if value is None:
+            continue
+        ref = _ref(value)
         if ref and ref not in out:
             out.append(ref)
-    for key in ("object", "involvedObject", "regarding"):  # the v0.13 `"logger":"events"` mirror of events
+    for key in _EVENT_OBJECT_KEYS:  # the v0.13 `"logger":"events"` mirror of events
         obj = fields.get(key)
         if isinstance(obj, dict) and obj.get("kind") == "Workload":
             ref = _ref(obj)
@@ -311,12 +342,50 @@ def _workload_refs(fields: Mapping[str, Any], logger: str) -> tuple[WorkloadRef,
 def _cq_refs(fields: Mapping[str, Any], logger: str) -> tuple[str, ...]:
     out: list[str] = []
     for key in _CQ_KEYS:
-        ref = _ref(fields.get(key))
+        value = fields.get(key)
+        if value is None:
+            continue
+        ref = _ref(value)
         if ref and ref[1] not in out:
             out.append(ref[1])
     if not out and logger.startswith("cluster-queue") and isinstance(fields.get("name"), str):
         out.append(fields["name"])
     return tuple(out)
+
+
+class LineIndex:
+    """Lines indexed by the Workloads and ClusterQueues they name, so asking "which of these lines name workload
+    X" costs the lines that do, not all of them (KD501 asks it for every pending target of a `health` run).
+
+    Answers exactly what :meth:`LogLine.names_workload` / :meth:`LogLine.names_cluster_queue` answer line by line.
+    """
+
+    def __init__(self, lines: Iterable[LogLine]) -> None:
+        self.lines = tuple(lines)
+        self._by_name: dict[str, list[int]] = {}
+        self._loose: list[int] = []
+        """lines naming no Workload through a field: matched by the name as a word"""
+        self._cluster_queues: set[str] = set()
+        for i, ln in enumerate(self.lines):
+            refs = ln.workloads
+            if not refs:
+                self._loose.append(i)
+            for n in {n for _, n in refs}:
+                self._by_name.setdefault(n, []).append(i)
+            self._cluster_queues.update(ln.cluster_queues)
+
+    def naming_workload(self, namespace: str | None, name: str) -> list[LogLine]:
+        """The lines that name the Workload, in their order."""
+        picked = [i for i in self._by_name.get(name, ()) if self.lines[i].names_workload(namespace, name)]
+        picked += [i for i in self._loose if self.lines[i].names_workload(namespace, name)]
+        return [self.lines[i] for i in sorted(picked)]
+
+    def names_workload(self, namespace: str | None, name: str) -> bool:
+        return any(self.lines[i].names_workload(namespace, name) for i in self._by_name.get(name, ())) \
+            or any(self.lines[i].names_workload(namespace, name) for i in self._loose)
+
+    def names_cluster_queue(self, cluster_queue: str) -> bool:
+        return cluster_queue in self._cluster_queues
 
 
 # --- the snapshot's logs ------------------------------------------------------------------------------------

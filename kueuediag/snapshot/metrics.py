@@ -101,6 +101,7 @@ class MetricStore:
     help: dict[str, str] = field(default_factory=dict)
     _cache: dict[tuple[str, tuple[tuple[str, object], ...]], list[Series]] = field(
         default_factory=dict, repr=False)
+    _index: dict[tuple[str, str], dict[str, list[Labels]]] = field(default_factory=dict, repr=False)
 
     def names(self) -> list[str]:
         return sorted(self.series)
@@ -128,13 +129,28 @@ class MetricStore:
         key = (name, tuple(sorted((k, _freeze(v)) for k, v in label_filters.items())))
         if key in self._cache:
             return self._cache[key]
+        by_labels = self.series.get(name, {})
+        # one exact label value picks the candidates from an index: a per-ClusterQueue select must not sort and
+        # test every ClusterQueue's series
+        exact = next(((k, v) for k, v in label_filters.items() if isinstance(v, str)), None)
+        candidates = self._labelled(name, exact[0]).get(exact[1], []) if exact else sorted(by_labels)
         out: list[Series] = []
-        for labels, points in sorted(self.series.get(name, {}).items()):
+        for labels in candidates:
             lbl = dict(labels)
             if all(_label_matches(lbl.get(k, ""), want) for k, want in label_filters.items()):
-                out.append(Series(name=name, labels=labels, points=tuple(points)))
+                out.append(Series(name=name, labels=labels, points=tuple(by_labels[labels])))
         self._cache[key] = out
         return out
+
+    def _labelled(self, name: str, label: str) -> dict[str, list[Labels]]:
+        """Label sets of ``name`` (sorted) by their value of ``label`` ("" when absent), built once."""
+        found = self._index.get((name, label))
+        if found is None:
+            found = defaultdict(list)
+            for labels in sorted(self.series.get(name, {})):
+                found[dict(labels).get(label, "")].append(labels)
+            self._index[(name, label)] = found = dict(found)
+        return found
 
     def time_range(self) -> tuple[float, float] | None:
         """(earliest, latest) timestamp over every series."""
@@ -222,14 +238,25 @@ def _parse_file(
     saw_eof = False
     current_family: str | None = None
     current_type = "unknown"
+    # A range query writes each series as a run of lines that differ only in value and timestamp: while the
+    # `name{labels}` text repeats, only the value and timestamp are parsed (and checked like the full parser does).
+    run_head = ""
+    run_points: list[Point] = []
+    run_counter = False
     for lineno, line in enumerate(lines, start=1):
-        where = f"{path}:{lineno}"
         if saw_eof:
-            raise InputError(f"{where}: data after '# EOF' (OpenMetrics ends with exactly one '# EOF' line)")
+            raise InputError(f"{path}:{lineno}: data after '# EOF' (OpenMetrics ends with exactly one '# EOF' line)")
         stripped = line.rstrip("\r")
+        if run_head and stripped.startswith(run_head):
+            point = _run_point(stripped[len(run_head):], ts_scale, default_time)
+            if point is not None and not (run_counter and (point[1] < 0 or math.isnan(point[1]))):
+                run_points.append(point)
+                continue
+        where = f"{path}:{lineno}"
         if not stripped.strip():
             continue
         if stripped.startswith("#"):
+            run_head = ""
             if stripped == "# EOF":
                 if not openmetrics:
                     raise InputError(f"{where}: '# EOF' in a Prometheus text file (name it .om)")
@@ -264,10 +291,36 @@ def _parse_file(
         typ = _type_for(name, current_family, current_type, store)
         if typ == "counter" and (value < 0 or math.isnan(value)):
             raise InputError(f"{where}: counter {name} has invalid value {value!r} (counters are >= 0)")
-        raw[name][labels].append((t, value))
+        run_points = raw[name][labels]
+        run_points.append((t, value))
+        run_head, run_counter = _head_of(stripped), typ == "counter"
     if openmetrics and not saw_eof:
         last = len(lines)
         raise InputError(f"{path}:{last}: missing final '# EOF' line (required by OpenMetrics and promtool)")
+
+
+def _head_of(line: str) -> str:
+    """The ``name{labels}`` text of a sample line the parser accepted ("" when it has an exemplar or comment,
+    whose braces could be mistaken for the label set's)."""
+    if "#" in line:
+        return ""
+    close = line.rfind("}")
+    return line[:close + 1] if close >= 0 else line[:line.find(" ")]
+
+
+def _run_point(rest: str, ts_scale: float, default_time: float | None) -> Point | None:
+    """(time, value) from the ``" value [timestamp]"`` after a repeated head; None when it is not in the simple
+    form (the full parser then reads the line and reports what is wrong)."""
+    parts = rest.split(" ")
+    if parts[0] or not 2 <= len(parts) <= 3 or "#" in rest or not _VALUE_RE.fullmatch(parts[1]):
+        return None
+    if len(parts) == 3:
+        if not _TS_RE.fullmatch(parts[2]):
+            return None
+        return float(parts[2]) * ts_scale, float(parts[1])
+    if default_time is None:
+        return None
+    return default_time, float(parts[1])
 
 
 def _type_for(name: str, family: str | None, family_type: str, store: MetricStore) -> str:
@@ -461,6 +514,24 @@ def sum_at(series: Sequence[Series], t: float) -> float | None:
     return sum(values) if values else None
 
 
+def sums_at(series: Sequence[Series], times: Sequence[float]) -> list[float | None]:
+    """:func:`sum_at` at each of ``times`` (ascending), in one sweep over the points."""
+    pos = [0] * len(series)
+    out: list[float | None] = []
+    for t in times:
+        total, seen = 0.0, False
+        for i, s in enumerate(series):
+            pts, j = s.points, pos[i]
+            while j < len(pts) and pts[j][0] <= t:
+                j += 1
+            pos[i] = j
+            if j:
+                total += pts[j - 1][1]
+                seen = True
+        out.append(total if seen else None)
+    return out
+
+
 # --- writing ------------------------------------------------------------------------------------------------
 
 
@@ -545,6 +616,7 @@ __all__ = [
     "metric_store",
     "parse_metrics",
     "sum_at",
+    "sums_at",
     "sum_increase_per_interval",
     "time_range",
     "to_openmetrics",

@@ -64,6 +64,8 @@ SHAPES: dict[str, tuple[str, ...]] = {
 LAZY_SHAPE_KINDS = {"Workload", "Pod", "Job", "Event"}
 """Bulk kinds: their shapes are checked only when building a view fails (see `malformed`), keeping loads fast."""
 _TYPES: dict[str, tuple[type, ...]] = {"dict": (dict,), "list": (list,), "int": (int,), "str": (str,)}
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+"""The annotation dropped from every object at load (and by the live collector's sanitiser)."""
 DROPPED_KINDS = {"Secret"}
 """Never kept in memory, even when a user's dump contains them."""
 
@@ -153,6 +155,11 @@ class Snapshot:
             if part in obj and obj[part] is not None and not isinstance(obj[part], dict):
                 _shape_error(obj, part, "dict", obj[part], origin)
         _check_metadata(obj, origin)
+        annotations = obj["metadata"].get("annotations")
+        if annotations and LAST_APPLIED in annotations:
+            # A whole second copy of the object as kubectl applied it (often the largest field of a user's dump);
+            # nothing reads it, and it may carry what sanitisation removes from the object itself.
+            del annotations[LAST_APPLIED]
         if kind not in LAZY_SHAPE_KINDS:
             _check_shapes(obj, origin)
         ns, name = _ns_name(obj)

@@ -10,7 +10,6 @@ with a warning), and an archive is streamed once, in member order, reading only 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -22,6 +21,7 @@ from typing import IO, Any
 
 import yaml
 
+from kueuediag import jsonload
 from kueuediag.errors import InputError, clip, shown
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, FLAG_NAMES, Limits
 
@@ -326,7 +326,7 @@ def _bounded_log(raw: RawSnapshot, rel: str, text: str, budget: _Budget) -> str:
 
 def _parse_manifest(source: str, data: bytes) -> dict[str, Any]:
     try:
-        manifest = json.loads(data)
+        manifest = jsonload.loads(data)
     except _PARSE_ERRORS as exc:
         raise InputError(f"{source}/manifest.json: invalid JSON ({_parse_problem(exc)})") from None
     if not isinstance(manifest, dict):
@@ -351,14 +351,20 @@ def _parse_problem(exc: BaseException) -> str:
 
 def parse_objects(rel: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any]]:
     """Parse one kubectl output file: a single object, a `kind: List`, or multi-document YAML."""
-    text = _text(rel, data)
     docs: list[Any]
     if rel.lower().endswith(".json"):
         try:
-            docs = [json.loads(text)] if text.strip() else []
+            docs = [jsonload.loads_utf8(data)] if data.strip() else []
+        except UnicodeDecodeError:
+            _text(rel, data)  # raises: bytes that are not UTF-8 are reported as such, not as a JSON syntax error
+            raise
         except _PARSE_ERRORS as exc:
-            raise InputError(f"{rel}: invalid JSON ({_parse_problem(exc)})") from None
+            if not _text(rel, data).strip():  # only Unicode whitespace: nothing to read, as before
+                docs = []
+            else:
+                raise InputError(f"{rel}: invalid JSON ({_parse_problem(exc)})") from None
     else:
+        text = _text(rel, data)
         try:
             if "&" in text and _ANCHOR.search(text):
                 _check_aliases(rel, text, limits.max_alias_nodes)
