@@ -84,6 +84,21 @@ class Tier(str, Enum):
 TIER_ORDER = {Tier.BLOCKER: 0, Tier.ROOT: 1, Tier.WAITING: 2, Tier.SYMPTOM: 3, Tier.CONTEXT: 4, Tier.NONE: 5}
 
 
+class NextStep(str, Enum):
+    """What the reader does when a cause has no cluster change that cures it (the box's advice)."""
+
+    WAIT = "wait"
+    """normal queueing or a controller step in progress: it resolves by itself"""
+    NOTHING = "nothing"
+    """nothing is wrong with queueing"""
+    UPGRADE = "upgrade"
+    """a Kueue bug: the cure is a release, which a snapshot cannot simulate"""
+    INVESTIGATE = "investigate"
+    """the evidence points at something outside the objects (the controller, a foreign controller, the model)"""
+    RESUBMIT = "resubmit"
+    """the job's own request must change; Kueue re-reads it only when the job is submitted again"""
+
+
 @dataclass(frozen=True)
 class Cause:
     slug: str
@@ -96,6 +111,9 @@ class Cause:
     """code of the one check that emits findings for this cause; other checks contribute evidence to it"""
     docs: str | None = None
     """documentation link of a plugin cause (built-in causes are documented in docs/causes.md)"""
+    next_step: NextStep | None = None
+    """None: the cause is cured by a change to cluster objects, so the verdict box must show a checked fix (or a
+    stop-gap). Otherwise no such change exists and the box shows the next step of this kind instead."""
 
 
 _S, _K, _N = Layer.SUBMISSION, Layer.KUEUE, Layer.KUBERNETES
@@ -182,7 +200,7 @@ _CATALOG: tuple[Cause, ...] = (
     Cause(CauseSlug.STUCK_PREEMPTION_TARGET, _K, Tier.ROOT, "A preemption victim is stuck and blocks several queues",
           "A victim (often a zombie pod past its grace period) never releases quota; heads of several "
           "ClusterQueues target it (`overlapping preemption targets`) and admissions stall across them.",
-          "Force-delete the zombie pod (`kubectl delete pod --force --grace-period=0`), fix its node; "
+          "Force-delete the zombie pod (`kubectl delete pod <pod> -n <ns> --force --grace-period=0`), fix its node; "
           "Kueue >= v0.14.0 releases quota after the grace period."),
     Cause(CauseSlug.GUARANTEE_VIOLATION, _K, Tier.SYMPTOM,
           "Guarantee violation: fits in unused nominal quota but pending",
@@ -350,7 +368,24 @@ OWNERS: dict[CauseSlug, str] = {
     CauseSlug.FLAVOR_ASSIGNMENT_CONFLICT: "KD005",
 }
 
-CAUSES: tuple[Cause, ...] = tuple(replace(c, owner=OWNERS[CauseSlug(c.slug)]) for c in _CATALOG)
+# Causes no change to cluster objects cures: the verdict box shows this kind of next step instead of a fix.
+_W, _I = NextStep.WAIT, NextStep.INVESTIGATE
+NEXT_STEPS: dict[CauseSlug, NextStep] = {
+    CauseSlug.NOT_YET_EVALUATED: _W, CauseSlug.WAITING_FOR_QUOTA: _W, CauseSlug.QUEUED_BEHIND: _W,
+    CauseSlug.PREEMPTION_IN_PROGRESS: _W, CauseSlug.ADMISSION_CHECK_PENDING: _I, CauseSlug.ADMISSION_CHECK_RETRY: _I,
+    CauseSlug.PODSREADY_BACKOFF: _W, CauseSlug.WAITING_FOR_PODSREADY: _I,
+    CauseSlug.NOT_PENDING: NextStep.NOTHING,
+    CauseSlug.KNOWN_ISSUE: NextStep.UPGRADE,
+    CauseSlug.MODEL_DISAGREEMENT: _I, CauseSlug.CONTROLLER_UNHEALTHY: _I, CauseSlug.UNRECOGNISED_KUEUE_MESSAGE: _I,
+    CauseSlug.GUARANTEE_VIOLATION: _I, CauseSlug.PODS_NOT_STARTING: _I, CauseSlug.CONFIG_CHANGE: _I,
+    CauseSlug.NODE_UNHEALTHY: _I, CauseSlug.ADMISSION_GATED: _I, CauseSlug.FOREIGN_SCHEDULING_GATE: _I,
+    CauseSlug.ADMISSION_CHECK_REJECTED: _I,
+    CauseSlug.WORKLOAD_INVALID: NextStep.RESUBMIT, CauseSlug.TOPOLOGY_NO_FIT: NextStep.RESUBMIT,
+    CauseSlug.FLAVOR_ASSIGNMENT_CONFLICT: NextStep.RESUBMIT, CauseSlug.NO_MATCHING_FLAVOR: NextStep.RESUBMIT,
+}
+
+CAUSES: tuple[Cause, ...] = tuple(
+    replace(c, owner=OWNERS[CauseSlug(c.slug)], next_step=NEXT_STEPS.get(CauseSlug(c.slug))) for c in _CATALOG)
 
 BY_SLUG: dict[str, Cause] = {c.slug: c for c in CAUSES}
 

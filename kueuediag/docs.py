@@ -45,6 +45,9 @@ def cause_page(slug: str) -> str:
     return "\n".join([
         f"# cause `{c.slug}`: {c.title}", "",
         f"- Layer: {c.layer.value}", f"- Ranking tier: {c.tier.value}", f"- Owning check: {c.owner}",
+        "- First screen: " + (f"a next step ({c.next_step.value}): no change to cluster objects cures it"
+                              if c.next_step is not None else
+                              "a checked fix (a change kueuediag applies to a copy of the snapshot, or a stop-gap)"),
         *([f"- Documentation: {c.docs}"] if c.docs else []), "",
         "## What it means", "", c.description, "", "## What to do", "", c.remediation, "",
     ])
@@ -54,9 +57,12 @@ def causes_index() -> str:
     lines = ["# Cause catalog", "", "Generated from kueuediag/causes.py. Every finding names one of these.", "",
              "Each cause has one owning check: only it emits findings for the cause; other checks contribute evidence "
              "to its finding (docs/ranking.md).", "",
-             "| cause | layer | tier | owner | meaning |", "|---|---|---|---|---|"]
+             "The last column is what the verdict box shows: a fix checked on a copy of the snapshot (or a stop-gap "
+             "saying why), or, for causes no change to cluster objects cures, the kind of next step.", "",
+             "| cause | layer | tier | owner | meaning | first screen |", "|---|---|---|---|---|---|"]
     for c in CAUSES:
-        lines.append(f"| `{c.slug}` | {c.layer.value} | {c.tier.value} | {c.owner} | {c.title} |")
+        shown = f"next step: {c.next_step.value}" if c.next_step is not None else "checked fix"
+        lines.append(f"| `{c.slug}` | {c.layer.value} | {c.tier.value} | {c.owner} | {c.title} | {shown} |")
     return "\n".join(lines) + "\n"
 
 

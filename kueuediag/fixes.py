@@ -35,6 +35,15 @@ _MUTATING = frozenset({"delete", "patch", "edit", "label", "annotate", "scale", 
                        "cordon", "drain", "uncordon", "taint", "rollout", "create"})
 _RELIEF = frozenset({"cordon", "drain", "uncordon", "taint"})
 """node operations: they relieve a placement problem now; the cause (packing, sizing) stays"""
+UNSIMULATED = {
+    "rollout": "a restart changes no object a snapshot holds, so re-diagnosing cannot show its effect; it only "
+               "helps a wedged controller",
+    **dict.fromkeys(_RELIEF, "a node operation relieves the placement now; the cause (packing, sizing, a broken "
+                             "node) stays"),
+}
+"""why a cluster change that is printed as a stop-gap cannot be checked on a snapshot copy"""
+RELIEF = "it relieves the symptom now; the cause named above stays"
+"""the reason of a stop-gap the check itself declared"""
 _PLACEHOLDER = re.compile(r"<[a-z][^>]*>|\.\.\.|…")
 
 KIND_RESOURCES = {
@@ -49,6 +58,8 @@ def command(patch: Patch) -> str:
     resource = KIND_RESOURCES.get(patch.kind, patch.kind.lower())
     ns = f" -n {patch.namespace}" if patch.namespace else ""
     flags = "".join(f" {f}" for f in patch.flags)
+    if patch.create:
+        return f"echo '{json.dumps(patch.create, separators=(',', ':'))}' | kubectl create -f -"
     if patch.delete:
         return f"kubectl delete {resource} {patch.name}{ns}{flags}"
     if patch.json_ops:
@@ -58,10 +69,14 @@ def command(patch: Patch) -> str:
     return f"kubectl patch {resource} {patch.name}{ns} --type merge -p '{body}'{flags}"
 
 
+_CREATE = re.compile(r"^echo '(?P<body>\{.*\})' \| kubectl create -f -$")
+"""the one-line form of `kubectl create` for a whole object (what :func:`command` prints for a create)"""
+
+
 def commands_in(text: str) -> list[str]:
     """kubectl commands quoted in a remediation text (backticks), or the text itself when it is one."""
     quoted = re.findall(r"`([^`]+)`", text)
-    found = [q for q in quoted if q.lstrip().startswith("kubectl ")]
+    found = [q for q in quoted if q.lstrip().startswith("kubectl ") or _CREATE.match(q.strip())]
     bare = re.sub(r"^stop-gap:\s*", "", text.strip(), flags=re.I)
     if not found and bare.startswith("kubectl ") and "`" not in bare:
         found = [bare.split("  #")[0].strip()]
@@ -79,6 +94,22 @@ def parse_command(cmd: str) -> Patch | None:
     This is how the checks' text remediations become checkable: a command that parses is applied to a copy of
     the snapshot like any structured fix. Anything else (edit, apply, rollout, a plugin) cannot be modelled.
     """
+    created = _CREATE.match(cmd.strip())
+    if created:
+        try:
+            obj = json.loads(created.group("body"))
+        except ValueError:
+            return None
+        if not isinstance(obj, dict):
+            return None
+        items = _created(obj)
+        metas = [i.get("metadata") for i in items]
+        if not items or not all(isinstance(m, dict) and m.get("name") and i.get("kind")
+                                for i, m in zip(items, metas, strict=True)):
+            return None
+        first = items[0]["metadata"]
+        return Patch(kind=str(items[0]["kind"]), name=",".join(str(i["metadata"]["name"]) for i in items),
+                     namespace=first.get("namespace"), create=obj)
     try:
         words = shlex.split(cmd)
     except ValueError:
@@ -135,21 +166,25 @@ def classify(text: str) -> Fix:
     stop_gap = text.lower().startswith("stop-gap")
     cmds = commands_in(text)
     verbs = {m.group(1) for c in cmds for m in [_KUBECTL.match(c.strip())] if m}
+    verbs |= {"create" for c in cmds if _CREATE.match(c.strip())}
     changes = bool(verbs & _MUTATING)
     copyable = [c for c in cmds if not _PLACEHOLDER.search(c)]
-    mutating = [c for c in copyable if (m := _KUBECTL.match(c.strip())) and m.group(1) in _MUTATING]
+    mutating = [c for c in copyable
+                if _CREATE.match(c.strip()) or ((m := _KUBECTL.match(c.strip())) and m.group(1) in _MUTATING)]
     cmd = (mutating or copyable)[0] if (mutating or copyable) else None
     text = re.sub(r"^stop-gap:\s*", "", text.strip(), flags=re.I) if stop_gap else text
     text = text[:1].upper() + text[1:]
     patch = parse_command(cmd) if cmd and changes else None
     if patch is not None:
         return Fix(text=text, command=cmd, patch=patch, status=FixStatus.UNVERIFIED, stop_gap=stop_gap)
-    if changes and (stop_gap or verbs & _RELIEF):
-        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True)
+    unsimulated = sorted(verbs & UNSIMULATED.keys())
+    if changes and (stop_gap or unsimulated):
+        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True,
+                   reason=UNSIMULATED[unsimulated[0]] if unsimulated else RELIEF)
     if changes and cmd is not None:
         return Fix(text=text, command=cmd, status=FixStatus.UNVERIFIED, stop_gap=stop_gap)
     if stop_gap:
-        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True)
+        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True, reason=RELIEF)
     return Fix(text=text, command=cmd if not changes else None, status=FixStatus.ADVICE)
 
 
@@ -173,7 +208,10 @@ def all_fixes(finding: Finding) -> list[Fix]:
     change the cluster for a cause an administrator may have chosen carry a note saying whom to ask."""
     out = list(finding.fixes)
     texts = {f.text for f in out}
-    out += [classify(t) for t in finding.remediation if t not in texts]
+    patches = {command(f.patch): f.patch for f in out if f.patch is not None}
+    for c in (classify(t) for t in finding.remediation if t not in texts):
+        same = patches.get(c.command or "")
+        out.append(c.model_copy(update={"patch": same}) if same is not None else c)  # e.g. with its assumed object
     note = ADMIN_CHOICES.get(finding.cause)
     if note:
         out = [x.model_copy(update={"note": x.note or note})
@@ -242,14 +280,26 @@ def _forget_pending(workload: dict[str, Any]) -> dict[str, Any]:
 
 
 def apply(raw: RawSnapshot, patch: Patch, pending: tuple[str | None, str] | None = None) -> RawSnapshot | None:
-    """A copy of `raw` with `patch` applied; None when the named object is not in the snapshot.
+    """A copy of `raw` with `patch` applied; None when the named object is not in the snapshot (and the patch
+    carries no `assumed` object for a partial snapshot), or when a create names an object that already exists.
 
     A patched object loses its `status` (controllers rewrite it from the new spec), and the target Workload
     (`pending`: namespace, name) loses the False conditions that recorded why it waited before the change, so the
     checks judge the new spec instead of stale messages."""
     objects: list[dict[str, Any]] = []
+    if patch.create:
+        items = _created(patch.create)
+        if any(_is(o, str(i.get("kind")), (i.get("metadata") or {}).get("namespace"),
+                   str((i.get("metadata") or {}).get("name"))) for i in items for o in raw.objects):
+            return None  # `kubectl create` fails on an existing object: the fix would not run
+        # Kueue re-evaluates whether its queues are active when an object they reference appears
+        kept = [_forget_active(o) if o.get("kind") in ("ClusterQueue", "LocalQueue") else o for o in raw.objects]
+        return _with_target_reset(raw, [*kept, *copy.deepcopy(items)], pending)
+    source = list(raw.objects)
+    if patch.assumed and not any(_matches(obj, patch) for obj in raw.objects):
+        source.append(copy.deepcopy(patch.assumed))
     hit = False
-    for obj in raw.objects:
+    for obj in source:
         if not _matches(obj, patch):
             objects.append(obj)
             continue
@@ -262,6 +312,28 @@ def apply(raw: RawSnapshot, patch: Patch, pending: tuple[str | None, str] | None
         objects.append(changed)
     if not hit:
         return None
+    return _with_target_reset(raw, objects, pending)
+
+
+def _created(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects one `kubectl create -f -` makes: the items of a List, else the object itself."""
+    if obj.get("kind") == "List":
+        return [i for i in obj.get("items") or () if isinstance(i, dict)]
+    return [obj]
+
+
+def _forget_active(queue: dict[str, Any]) -> dict[str, Any]:
+    status = queue.get("status")
+    conds = status.get("conditions") if isinstance(status, dict) else None
+    if not isinstance(conds, list):
+        return queue
+    out = copy.deepcopy(queue)
+    out["status"]["conditions"] = [c for c in conds if not (isinstance(c, dict) and c.get("type") == "Active")]
+    return out
+
+
+def _with_target_reset(raw: RawSnapshot, objects: list[dict[str, Any]],
+                       pending: tuple[str | None, str] | None) -> RawSnapshot:
     if pending is not None:
         objects = [_forget_pending(o) if _is(o, "Workload", *pending) else o for o in objects]
     return RawSnapshot(source=raw.source, manifest=raw.manifest, objects=objects, metrics=raw.metrics,
@@ -272,20 +344,18 @@ Rediagnose = Callable[[Snapshot, str], list[Finding]]
 """run check `code` for the same target on a patched snapshot; returns its findings"""
 
 
-def verify(snap: Snapshot, findings: list[Finding], rediagnose: Rediagnose, limit: int = 3,
+def verify(snap: Snapshot, findings: list[Finding], rediagnose: Rediagnose,
            pending: tuple[str | None, str] | None = None) -> list[Finding]:
-    """Label every fix of the top `limit` findings about the target; drop patches that do not help.
+    """Label every fix of every finding; drop patches that do not help.
 
-    A patch is checked against the cause of the finding it belongs to: after applying it, no finding about the
-    target may carry that cause. Lower-ranked findings keep their fixes unlabelled-by-patch (text classification
-    only): each re-diagnosis costs a full run, and the first screen shows the top findings.
+    A patch is checked against the cause of the finding it belongs to: after applying it, the check that found
+    the cause no longer finds it (see :func:`_resolved`). Every printed remediation is checked (`-v` prints
+    them all); a re-diagnosis runs only the one owning check, so this stays cheap.
     """
     out: list[Finding] = []
-    checked = 0
     for f in findings:
         fixes = all_fixes(f)
-        if f.about_target and checked < limit and any(x.patch for x in fixes):
-            checked += 1
+        if any(x.patch for x in fixes):
             labelled = [_verified(snap, f, x, rediagnose, pending) for x in fixes]
             fixes = [x for x in labelled if x is not None]
         out.append(f.model_copy(update={"fixes": tuple(fixes)}))
@@ -314,14 +384,29 @@ def _verified(snap: Snapshot, finding: Finding, fix: Fix, rediagnose: Rediagnose
     after = rediagnose(Snapshot(raw, now=snap.now), finding.code)
     # The check that found the cause must no longer find it. Other checks may still echo it from history (log
     # lines, metric series) that no patch can change; they are not the state the fix acts on.
-    gone = not any(a.cause == finding.cause and a.about_target and a.code == finding.code for a in after)
+    gone = all(resolved(finding, a) for a in after if a.cause == finding.cause
+               and a.about_target == finding.about_target and a.code == finding.code)
     cmd = fix.command or command(fix.patch)
     if gone:
         return fix.model_copy(update={"status": FixStatus.STOP_GAP if fix.stop_gap else FixStatus.VERIFIED,
-                                      "command": cmd})
+                                      "command": cmd, "reason": fix.reason or (RELIEF if fix.stop_gap else "")})
     if fix.stop_gap:
-        return fix.model_copy(update={"status": FixStatus.STOP_GAP, "command": cmd})
+        return fix.model_copy(update={"status": FixStatus.STOP_GAP, "command": cmd,
+                                      "reason": fix.reason or "re-diagnosing with the change applied still finds "
+                                                              "the cause: it only relieves it"})
     return None
+
+
+def resolved(before: Finding, after: Finding) -> bool:
+    """Whether `after` (the same check and cause, re-diagnosed on the patched copy) no longer holds what `before`
+    found. A finding made of independent blockers lists them in `data["blockers"]` (a namespace outside the
+    managed selector, then a job to resubmit; an untolerated taint, then pods to re-release): a change that
+    removes every blocker of `before` cured what was found, even when a follow-up step remains under the same
+    cause. Without that list the cause must be gone altogether."""
+    was, now = before.data.get("blockers"), after.data.get("blockers")
+    if not isinstance(was, list) or not was or not isinstance(now, list):
+        return False
+    return not set(map(str, was)) & set(map(str, now))
 
 
 def first_fix(findings: Iterable[Finding]) -> Fix | None:

@@ -126,7 +126,8 @@ def ev(
 
 
 class Patch(_Frozen):
-    """A machine-applicable change to one named snapshot object: a JSON merge patch (RFC 7386) or a delete.
+    """A machine-applicable change to one named snapshot object: a JSON merge patch (RFC 7386), a JSON patch, a
+    delete, or the creation of a whole object (`create`).
 
     The verifier applies it to a copy of the snapshot and re-diagnoses; the printed command is generated from it
     (:func:`kueuediag.fixes.command`), so what is printed and what was checked cannot disagree.
@@ -140,6 +141,12 @@ class Patch(_Frozen):
     json_ops: tuple[dict[str, Any], ...] = Field(
         default=(), description="JSON patch (RFC 6902: replace/add/remove) when a merge patch would replace a list")
     flags: tuple[str, ...] = Field(default=(), description="extra kubectl flags, e.g. --force --grace-period=0")
+    create: dict[str, Any] = Field(
+        default_factory=dict, description="the whole object to create (`kubectl create`); empty for a change")
+    assumed: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the object as Kueue's record describes it, used when a partial snapshot (a loose kubectl "
+                    "dump) lacks it: inserted into the copy before the change is applied")
 
 
 class FixStatus(str, Enum):
@@ -165,6 +172,8 @@ class Fix(_Frozen):
     status: FixStatus = FixStatus.UNVERIFIED
     stop_gap: bool = Field(default=False, description="the check calls it a stop-gap (relief, not a cure)")
     note: str = Field(default="", description="e.g. it undoes an administrator's choice, and whom to ask")
+    reason: str = Field(default="", description="for a stop-gap: why it is not a cure, or why the model cannot "
+                                                "simulate it")
 
 
 class Finding(_Frozen):

@@ -15,19 +15,21 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from kueuediag.causes import BY_SLUG, all_causes
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.examples import list_examples
-from kueuediag.fixes import apply, command, parse_command
+from kueuediag.fixes import apply, command, parse_command, resolved
 from kueuediag.models import FixStatus, Severity, Verdict
 from kueuediag.registry import discover
 from kueuediag.render.common import log_line
-from kueuediag.render.terminal import TOP_FINDINGS, _one_per_cause, display_rows, render_terminal
+from kueuediag.render.terminal import display_rows, render_terminal
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import read_snapshot
@@ -51,11 +53,22 @@ class Diagnosed:
 
 
 def _targets() -> dict[tuple[str, str, str | None, str | None], str]:
+    """Every bundled fixture target: the demo examples, every case-file target (fixtures/cases over
+    fixtures/snapshots), every scenario and every incident (their test modules hold the target lists, and their
+    own tests require one entry per fixture folder, so a new fixture is picked up here without editing this)."""
+    from tests.test_incidents import CASES as INCIDENTS
+    from tests.test_scenarios import CASES as SCENARIOS
+
     pairs: dict[tuple[str, str, str | None, str | None], str] = {}
     for ex in list_examples():
         pairs[(str(ex.path), ex.target, ex.namespace, None)] = f"example:{ex.name}"
     for c in load_cases():
         pairs.setdefault((str(FIXTURES / c.snapshot), c.target, c.namespace, c.now), c.id)
+    for sc in SCENARIOS:
+        pairs.setdefault((str(FIXTURES / "scenarios" / sc.name), sc.target, sc.namespace, None), f"scenario:{sc.name}")
+    for inc in INCIDENTS:
+        pairs.setdefault((str(FIXTURES / "incidents" / inc.slug), inc.target, inc.namespace, None),
+                         f"incident:{inc.slug}")
     return pairs
 
 
@@ -96,6 +109,99 @@ def test_default_output_fits_one_screen_and_the_box_holds_the_first_fix(diagnose
             assert "waiting " in box, d.name
 
 
+# Causes no change to cluster objects cures (kueuediag.causes.NEXT_STEPS): the box shows this kind of next step.
+ADVICE_ONLY = {
+    "not-yet-evaluated": "wait", "waiting-for-quota": "wait", "queued-behind": "wait",
+    "preemption-in-progress": "wait", "admission-check-pending": "investigate", "admission-check-retry": "investigate",
+    "podsready-backoff": "wait", "waiting-for-podsready": "investigate",
+    "not-pending": "nothing",
+    "known-issue": "upgrade",
+    "model-disagreement": "investigate", "controller-unhealthy": "investigate",
+    "unrecognised-kueue-message": "investigate", "guarantee-violation": "investigate",
+    "pods-not-starting": "investigate", "config-change": "investigate", "node-unhealthy": "investigate",
+    "admission-gated": "investigate", "foreign-scheduling-gate": "investigate",
+    "admission-check-rejected": "investigate",
+    "workload-invalid": "resubmit", "topology-no-fit": "resubmit", "flavor-assignment-conflict": "resubmit",
+    "no-matching-flavor": "resubmit",
+}
+ADVICE_WORDS = {"nothing": r"^Nothing to do for Kueue", "upgrade": r"^Upgrade Kueue to v\d"}
+"""what the box's next step must say for the kinds that have one fixed wording"""
+_RESUBMIT = "the job itself must be resubmitted (Kueue reads its queue label and pod template at creation)"
+NO_CHECKABLE_CHANGE: dict[str, str] = {
+    "KD001:job without queue-name label in a namespace without a default LocalQueue": _RESUBMIT,
+    "KD001:unlabelled job created before the namespace's default LocalQueue": _RESUBMIT,
+    "KD001:LocalQueue does not exist (typo)": _RESUBMIT + "; the box names the LocalQueue meant",
+    "KD902:v0.12.1 A queue-name label added after creation is never picked up (#5047)": _RESUBMIT,
+    "incident:kueue-7929-no-localqueue": _RESUBMIT + " (its Workload has no queue name)",
+    "KD001:child Job of a JobSet points at the JobSet's Workload": "the cause belongs to the parent JobSet: the box "
+                                                                  "gives its diagnosis",
+    "KD001:labelled job in a managed namespace without a Workload yet (seconds old)": "Kueue has not reconciled the "
+                                                                                      "job yet: read its log",
+    "KD901:job submitted while the controller is down has no Workload; the controller is the explanation":
+        "the Kueue controller must run again: nothing to change in the objects",
+    "KD003:ClusterQueue inactive - missing AdmissionCheck and TAS Topology":
+        "a Topology's levels are the cluster's node labels, which a snapshot cannot pick",
+    "KD003:ClusterQueue references an inactive MultiKueue AdmissionCheck": "the AdmissionCheck's own controller "
+                                                                           "marks it active",
+    "KD003:loose dump without the ClusterQueue - inactive per the condition message only": "the dump lacks the "
+                                                                                           "ClusterQueue to change",
+    "KD102:a preempted victim requeued and not evaluated since": "no stuck pod in the snapshot: the victim must be "
+                                                                 "found first",
+    "KD401:released job, PVC never binds (immediate binding, provisioning fails)": "the storage provisioner's error, "
+                                                                                  "outside the objects",
+    "KD401:a validating webhook refuses Kueue's unsuspend - the log line is cited, the advice is the policy":
+        "the webhook's policy is not a snapshot object",
+    "KD902:v0.14.2 TAS ignored required node affinity (#7899)": "a Kueue bug: an upgrade",
+    "KD902:v0.10.1 TAS counted cordoned nodes as capacity (#4181)": "nodes to repair and uncordon",
+    "KD902:v0.10.0 TAS assigned pod sets of one workload independently (#3937)": "a Kueue bug: an upgrade",
+    "KD902:v0.18.2 A terminating ClusterQueue stops updating its status (#13757)": "the ClusterQueue is being "
+                                                                                   "deleted: recreate it afterwards",
+}
+"""targets whose cause a cluster change usually cures, but not one the model can apply to this fixture: name → why"""
+
+
+def test_every_problem_target_has_its_first_fix_in_the_box(diagnosed: list[Diagnosed]) -> None:
+    """For every bundled fixture target: a cause that a change cures has a checked fix (verified, or a stop-gap
+    saying why) in the box, with its command; a cause the catalog says no change cures has the catalog's kind of
+    next step in the box; no cause at all has the snapshot command."""
+    assert ADVICE_ONLY == {c.slug: c.next_step.value for c in all_causes() if c.next_step is not None}
+    outcome: Counter[str] = Counter()
+    problems = []
+    for d in diagnosed:
+        box = " ".join(_box(d.text).split())
+        fix, cause = d.verdict.first_fix, d.verdict.cause
+        if d.verdict.primary is None or cause not in BY_SLUG:
+            assert fix is not None or "NEXT STEP: no check found a cause" in box, d.name
+            outcome["no cause: snapshot command or advice"] += 1
+            continue
+        step = BY_SLUG[cause].next_step
+        if step is None and d.name not in NO_CHECKABLE_CHANGE:
+            if fix is None or fix.status not in (FixStatus.VERIFIED, FixStatus.STOP_GAP) or not fix.command:
+                problems.append(f"{d.name} ({cause}): {fix.status.value if fix else 'no fix'}: "
+                                f"{(fix.text if fix else '')[:100]}")
+                continue
+            assert " ".join(fix.command.split()) in box, f"{d.name}: the command is not in the box"
+            heading = "FIRST FIX, CHECKED:" if fix.status is FixStatus.VERIFIED else "FIRST STOP-GAP:"
+            assert heading in box, f"{d.name}: {box[:300]}"
+            outcome[f"change cause: {fix.status.value}"] += 1
+            continue
+        assert fix is not None, f"{d.name} ({cause}): no next step in the box"
+        assert " ".join((fix.command or fix.text).split()) in box, f"{d.name}: the next step is not in the box"
+        kind = step.value if step is not None else "no checkable change"
+        if step is not None and kind in ADVICE_WORDS and fix.status is FixStatus.ADVICE:
+            if not re.search(ADVICE_WORDS[kind], fix.text):
+                problems.append(f"{d.name} ({cause}, {kind}): {fix.text[:120]}")
+        outcome[f"{kind}: {fix.status.value}"] += 1
+    print(f"\n{len(diagnosed)} fixture targets checked: " + ", ".join(f"{k} {n}" for k, n in sorted(outcome.items())))
+    assert not problems, "\n".join(problems)
+    by_name = {d.name: d for d in diagnosed}
+    for name in NO_CHECKABLE_CHANGE:  # the exceptions stay true: drop one once its target gets a checked fix
+        d = by_name[name]
+        fix = d.verdict.first_fix
+        assert BY_SLUG[d.verdict.cause].next_step is None, f"{name}: the catalog covers it now"
+        assert fix is None or fix.status is FixStatus.ADVICE, f"{name}: has a checked fix now"
+
+
 def test_printed_severity_never_rises_down_the_list(diagnosed: list[Diagnosed]) -> None:
     order = {s.label.upper(): int(s) for s in Severity}
     for d in diagnosed:
@@ -104,17 +210,22 @@ def test_printed_severity_never_rises_down_the_list(diagnosed: list[Diagnosed]) 
 
 
 def test_every_printed_change_was_re_evaluated(diagnosed: list[Diagnosed]) -> None:
-    """Fixes shown by default (the box and the top findings): a command that changes the cluster is either
-    verified on a patched copy of the snapshot or labelled stop-gap; a verified patch is re-checked here,
-    independently: applied to the snapshot, the diagnosis no longer has the cause from the same check."""
+    """Every remediation printed for every bundled fixture target (`-v` prints them all): none is 'not checked';
+    a command that changes the cluster is either verified on a patched copy of the snapshot or labelled stop-gap
+    (with the reason when it cannot be simulated); a verified patch is re-checked here, independently: applied to
+    the snapshot, the diagnosis no longer has the cause (or its blockers) from the same check."""
     rechecked = 0
+    statuses: Counter[str] = Counter()
     for d in diagnosed:
-        top = _one_per_cause([r for r in d.verdict.findings if r.finding.about_target])[:TOP_FINDINGS]
         candidates = [(d.verdict.primary.finding if d.verdict.primary else None, d.verdict.first_fix)]
-        candidates += [(r.finding, x) for r in top for x in r.finding.fixes]
+        candidates += [(r.finding, x) for r in d.verdict.findings for x in r.finding.fixes]
         for finding, fix in candidates:
             if fix is None or finding is None:
                 continue
+            statuses[fix.status.value] += 1
+            assert fix.status is not FixStatus.UNVERIFIED, f"{d.name}: not checked: {fix.command or fix.text}"
+            if fix.status is FixStatus.STOP_GAP and fix.patch is None and fix.command:
+                assert fix.reason, f"{d.name}: a stop-gap command without the reason it is one: {fix.command}"
             mutating = fix.command is not None and parse_command(fix.command) is not None
             if fix.patch is not None or mutating:
                 assert fix.status in (FixStatus.VERIFIED, FixStatus.STOP_GAP), \
@@ -127,9 +238,12 @@ def test_every_printed_change_was_re_evaluated(diagnosed: list[Diagnosed]) -> No
                 patched = Snapshot(raw, now=d.snap.now)
                 after = diagnose(patched, resolve(patched, d.target, d.namespace), discover(), Settings(),
                                  verify_fixes=False)
-                assert not any(r.finding.cause == finding.cause and r.finding.code == finding.code
-                               for r in after.findings if r.finding.about_target), f"{d.name}: {fix.command}"
+                assert all(resolved(finding, r.finding) for r in after.findings
+                           if r.finding.cause == finding.cause and r.finding.code == finding.code
+                           and r.finding.about_target == finding.about_target), f"{d.name}: {fix.command}"
                 rechecked += 1
+    print(f"\nprinted remediations over {len(diagnosed)} targets: {dict(statuses)}; {rechecked} verified patches "
+          "re-checked")
     assert rechecked >= 10, "the bundled fixtures exercise verified patches"
 
 

@@ -137,7 +137,7 @@ def named(f: Finding) -> list[Named]:
     for fix in f.fixes:
         if fix.command:
             out += named_in_command(fix.command)
-        if fix.patch is not None:
+        if fix.patch is not None and not fix.patch.create and not fix.patch.assumed:  # a create makes the object
             out.append(Named(fix.patch.kind, fix.patch.name, fix.patch.namespace, False, f"patch of {fix.patch}"))
     return out
 

@@ -16,7 +16,7 @@ from kueuediag.analysis.messages import PendingMessage, ReasonKind, parse_pendin
 from kueuediag.analysis.queue_route import QueueRoute, queue_route
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, ev
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Patch, ev
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import LocalQueueView, WorkloadState, WorkloadView
 from kueuediag.snapshot.model import Snapshot
@@ -160,6 +160,7 @@ def from_message(
                 evidence=cond_ev,
                 remediation=[fix.format(**values)],
                 data={"from": "message"},
+                fixes=_resume_recorded_localqueue(w, r.name) if r.kind == ReasonKind.LQ_STOPPED and r.name else [],
             )
         )
     flavor_reasons = pm.of(ReasonKind.NODE_AFFINITY, ReasonKind.UNTOLERATED_TAINT, ReasonKind.FLAVOR_NOT_FOUND)
@@ -180,6 +181,18 @@ def from_message(
             )
         )
     return out
+
+
+def _resume_recorded_localqueue(w: WorkloadView, name: str) -> list[Fix]:
+    """Resume a LocalQueue the dump lacks but Kueue's record calls stopped: the patch carries the queue as the
+    record describes it (held by stopPolicy), so the verifier can apply the change to the partial snapshot."""
+    api = str(w.obj.get("apiVersion") or "kueue.x-k8s.io/v1beta1")
+    assumed = {"apiVersion": api, "kind": "LocalQueue", "metadata": {"name": name, "namespace": w.namespace},
+               "spec": {"stopPolicy": "Hold"}}
+    return [Fix(text=f"Resume LocalQueue {name} (Kueue's record says it is stopped; ask the namespace's queue owner "
+                     "why first).",
+                patch=Patch(kind="LocalQueue", name=name, namespace=w.namespace,
+                            merge={"spec": {"stopPolicy": "None"}}, assumed=assumed))]
 
 
 def lq_active_evidence(lq: LocalQueueView) -> list[Evidence]:

@@ -13,9 +13,9 @@ from kueuediag.analysis.signatures import (
 )
 from kueuediag.causes import BY_SLUG, CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Severity, ev
 from kueuediag.snapshot.kueue import WorkloadState
-from kueuediag.snapshot.logs import LogLine, log_level_info, log_lines
+from kueuediag.snapshot.logs import LogLine, log_level_info, log_level_patch, log_lines
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import format_rfc3339, human_duration
@@ -269,6 +269,7 @@ class LogPatterns(Check):
         names = " and ".join(f"`{(BY_ID[s].msg or '').strip('^$')}`"
                              for s in ("evaluated-for-admission", "preempted"))
         how = "the manager's --zap-log-level flag" if info.flag is not None else "the logs (no flag found)"
+        patch = log_level_patch(snap, 5)  # the level the talk on instrumenting Kueue recommends
         return self.finding(
             CauseSlug.LOGGING_INSUFFICIENT,
             f"controller logs at level {level}: the level-3 lines that say why are not written",
@@ -278,12 +279,12 @@ class LogPatterns(Check):
             "logs again.",
             severity=Severity.LOW, confidence=Confidence.HIGH if info.flag is not None else Confidence.MEDIUM,
             evidence=evidence,
-            remediation=[
-                "kubectl -n kueue-system edit deployment kueue-controller-manager  # set --zap-log-level=5 "
-                "in the manager container args",
-                "Helm: --set controllerManager.manager.logLevel=5; revert to 2 after the investigation "
-                "(level 5 is verbose).",
-            ],
+            remediation=[] if patch is not None else [
+                "Raise the Kueue manager container's --zap-log-level to 5 (its Deployment is not in this snapshot)."],
+            fixes=[Fix(text=f"Raise the Kueue manager to --zap-log-level=5 while investigating (editing the "
+                            f"Deployment rolls the controller), then collect the logs again; revert to {level} "
+                            "afterwards (level 5 is verbose). Helm: --set controllerManager.manager.logLevel=5.",
+                       patch=patch)] if patch is not None else [],
             about_target=False,
             data={"flag": info.flag, "max_seen": info.max_seen},
         )

@@ -446,7 +446,9 @@ class QueueExistence(SubmissionCheck):
                 confidence=confidence,
                 evidence=[e for r in reasons for e in r.evidence],
                 remediation=remediation,
-                data={"reasons": [r.key for r in reasons], "framework": framework or "", "config": cfg.source},
+                data={"reasons": [r.key for r in reasons], "framework": framework or "", "config": cfg.source,
+                      # what keeps Kueue from managing the job; "unknown" (nothing found) only asks for a resubmit
+                      "blockers": [r.key for r in reasons if r.key != "unknown"]},
             )
         ]
 

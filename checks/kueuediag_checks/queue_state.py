@@ -216,9 +216,9 @@ class QueueState(SubmissionCheck):
                 )
                 fixes += _did_you_mean_flavor(cq, missing, sorted(idx.flavors))
                 fixes.append(
-                    f"Create ResourceFlavor(s) {', '.join(missing)} (`kubectl kueue create resourceflavor "
-                    f"{missing[0]}` or `kubectl apply` a `kind: ResourceFlavor` manifest) or remove them "
-                    f"from ClusterQueue {cq.name} spec.resourceGroups."
+                    f"Create ResourceFlavor(s) {', '.join(missing)} (an empty spec matches every node; add "
+                    f"spec.nodeLabels for the nodes each one stands for): `{_create_flavors(cq, missing)}`, or "
+                    f"remove them from ClusterQueue {cq.name} spec.resourceGroups."
                 )
             tas_missing = [
                 (f, fv.topology_name)
@@ -379,6 +379,16 @@ def _first_reason(parts: dict[str, list[str]]) -> str:
         ("cohort-cycle", "HasCycle"),
     ]
     return next((r for k, r in order if k in parts), "Unknown")
+
+
+def _create_flavors(cq: ClusterQueueView, names: list[str]) -> str:
+    """One `kubectl create` for the missing flavors (a List when there are several), in the ClusterQueue's API
+    version, in the one-line form the fix verifier parses and applies to a snapshot copy."""
+    api = str(cq.obj.get("apiVersion") or "kueue.x-k8s.io/v1beta1")
+    items: list[dict[str, Any]] = [{"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": n}}
+                                   for n in names]
+    body = items[0] if len(items) == 1 else {"apiVersion": "v1", "kind": "List", "items": items}
+    return f"echo '{json.dumps(body, separators=(',', ':'))}' | kubectl create -f -"
 
 
 def _did_you_mean_flavor(cq: ClusterQueueView, missing: list[str], existing: list[str]) -> list[str]:

@@ -12,9 +12,10 @@ from kueuediag.analysis.queue_order import queue_entry
 from kueuediag.analysis.quota_fit import FitVerdict, ResourceFit, WorkloadFit, fit_facts, workload_fit
 from kueuediag.analysis.quota_summary import QuotaHolders, quota_holders
 from kueuediag.analysis.quota_tree import quota_tree
+from kueuediag.analysis.spec_patches import quantity, set_nominal_quota
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Outcome, Severity, ev
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Outcome, Severity, ev
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import WorkloadState, WorkloadView, kueue_index
@@ -435,14 +436,24 @@ class QuotaCheck(Check):
                 f" Pod set {min_counts[0].name} allows partial admission down to {min_counts[0].min_count}"
                 " pods; Kueue tries smaller counts before giving up."
             )
+        cq_view = kueue_index(snap).cluster_queues.get(cq)
+        raise_quota = (set_nominal_quota(cq_view, flavor, res, rf.quota.nominal + rf.needed - rf.quota.max_capacity)
+                       if rf is not None and cq_view is not None and rf.needed > rf.quota.max_capacity else None)
         remediation = [
             f"Reduce the request of the job (fewer pods or fewer {res} per pod) so it is at most "
             f"{_fmt(rf.quota.max_capacity, res) if rf else 'the maximum capacity'} {res}"
             f"{_pods_hint(w, rf)}.",
-            f"Or raise spec.resourceGroups[].flavors[name={flavor}].resources[name={res}].nominalQuota (or "
-            f"borrowingLimit) of ClusterQueue {cq}: kubectl edit clusterqueue {cq}",
+            *([] if raise_quota is not None else [
+                f"Or raise spec.resourceGroups[].flavors[name={flavor}].resources[name={res}].nominalQuota (or "
+                f"borrowingLimit) of ClusterQueue {cq}."]),
             "Or submit to a LocalQueue whose ClusterQueue is large enough (label kueue.x-k8s.io/queue-name).",
         ]
+        fixes = [] if raise_quota is None or rf is None else [Fix(
+            text=f"Raise the nominalQuota of {res} in flavor {flavor} of ClusterQueue {cq} to "
+                 f"{quantity(rf.quota.nominal + rf.needed - rf.quota.max_capacity)} (by "
+                 f"{_fmt(rf.needed - rf.quota.max_capacity, res)}, what the request exceeds the maximum by); the "
+                 f"flavor's nodes must hold it.",
+            patch=raise_quota)]
         data = _fit_data(rf) if rf is not None else {"resource": res, "flavor": flavor}
         data["cluster_queue"] = cq
         # both sources agree, or the recomputation alone with no scheduler verdict to contradict it
@@ -456,6 +467,7 @@ class QuotaCheck(Check):
             evidence=evidence,
             remediation=remediation,
             data=data,
+            fixes=fixes,
         )
 
     def _waiting(

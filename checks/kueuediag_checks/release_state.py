@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from kueuediag.analysis.scheduling import (
     container_start_failures,
     gate_authors,
     pod_scheduling,
+    standing_blockers,
 )
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
@@ -393,12 +395,23 @@ class ReleaseState(Check):
                    f"failure), but kube-scheduler cannot place it: 0/{failure.total_nodes} nodes are available. "
                    + " ".join(p for p in parts if p))
         flavor = _flavor_of(snap, w)
+        blockers = standing_blockers(snap, pod, failure, flavor)
+        data["blockers"] = blockers
+        released_before = []
         for r in failure.of(ReasonKind.UNTOLERATED_TAINT):
             key = (r.taint or "").split(":", 1)[0].strip()
             if flavor is not None and not any(t.get("key") in (key, None, "") for t in flavor.tolerations):
                 message += (f" ResourceFlavor {flavor.name} has no toleration for {key}, so Kueue injected none "
                             "and the job's pod template has none either.")
+            elif f"untolerated taint {key}" not in blockers:
+                released_before.append(key)
         remediation = self._unschedulable_fix(snap, w, pod, failure)
+        if released_before and flavor is not None:
+            message += (f" ResourceFlavor {flavor.name} tolerates {', '.join(released_before)} now, but Kueue injects "
+                        "a flavor's tolerations when it releases a workload: these pods were released before.")
+            remediation.insert(0, f"Requeue the workload so Kueue releases it again with ResourceFlavor "
+                                  f"{flavor.name}'s tolerations: deactivate and reactivate Workload {w.name} "
+                                  "(spec.active false, then true), or resubmit the job.")
         for r in failure.reasons:
             if r.kind == ReasonKind.UNTOLERATED_TAINT and r.taint:
                 key = r.taint.split(":", 1)[0].strip()
@@ -427,11 +440,16 @@ class ReleaseState(Check):
                             effect = str(t.get("effect") or effect)
                 tol = (f'{{"key":"{key}","operator":"Equal","value":"{value}","effect":"{effect}"}}' if value
                        else f'{{"key":"{key}","operator":"Exists","effect":"{effect}"}}')
+                if fv is not None and any(t.get("key") == key for t in fv.tolerations):
+                    continue  # the flavor tolerates it already: the pods were released before (requeue above)
+                # a merge patch replaces the whole list: keep the flavor's tolerations
+                kept = "".join(json.dumps(t, separators=(",", ":")) + "," for t in (fv.tolerations if fv else []))
                 out.append(f"Add the toleration to ResourceFlavor {flavor} so Kueue injects it at admission: "
                            f"`kubectl patch resourceflavor {flavor} --type merge -p "
-                           f"'{{\"spec\":{{\"tolerations\":[{tol}]}}}}'` (or add it to the job's pod template); "
-                           "declaring the taint in the flavor's `nodeTaints` makes Kueue refuse such jobs instead "
-                           "of admitting them.")
+                           f"'{{\"spec\":{{\"tolerations\":[{kept}{tol}]}}}}'` (or add it to the job's pod template), "
+                           "then requeue the workload so Kueue releases it again with the toleration; declaring the "
+                           "taint in the flavor's `nodeTaints` makes Kueue refuse such jobs instead of admitting "
+                           "them.")
             elif r.kind == ReasonKind.NODE_AFFINITY and not selected:
                 sel = (pod.obj.get("spec") or {}).get("nodeSelector") or {}
                 out.append(f"Check the pod's nodeSelector {sel} (the flavor's nodeLabels are injected at admission) "

@@ -15,9 +15,10 @@ from kueuediag.analysis.kueue_config import kueue_config
 from kueuediag.analysis.messages import PendingMessage, ReasonKind
 from kueuediag.analysis.queue_route import QueueRoute, collected
 from kueuediag.analysis.quota_fit import workload_fit
+from kueuediag.analysis.spec_patches import cover_resources, quantity
 from kueuediag.analysis.versions import behaviour
 from kueuediag.causes import CauseSlug
-from kueuediag.models import Evidence, Finding, Severity, ev
+from kueuediag.models import Evidence, Finding, Fix, Severity, ev
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, PodSet, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -139,6 +140,10 @@ class ResourceCoverage(SubmissionCheck):
             return []
         covered = sorted({r for rg in cq.resource_groups for r in rg.covered})
         names = ", ".join(missing)
+        totals = w.total_requests()
+        needed = {res: totals[res] for res in missing if res in totals}
+        cover = cover_resources(cq, needed)
+        quota_words = ", ".join(f"{quantity(q)} {res}" for res, q in needed.items())
         excl = f" ({', '.join(sorted(excluded))} ignored via resources.excludeResourcePrefixes)" if excluded else ""
         return [
             self.finding(
@@ -169,9 +174,14 @@ class ResourceCoverage(SubmissionCheck):
                     ),
                     *wl_ev,
                 ],
+                fixes=[Fix(text=f"Cover {names} in ClusterQueue {cq.name}: add it to the first resourceGroup's "
+                                f"coveredResources with a nominalQuota of {quota_words} in every flavor of that group "
+                                "(what this workload requests: size it for the nodes behind the flavors).",
+                           patch=cover)] if cover is not None else [],
                 remediation=[
-                    f"Add {names} to a resourceGroup of ClusterQueue {cq.name} (`kubectl edit clusterqueue {cq.name}`: "
-                    "spec.resourceGroups[].coveredResources plus a nominalQuota in every flavor of that group), or",
+                    *([] if cover is not None else [
+                        f"Add {names} to a resourceGroup of ClusterQueue {cq.name} (spec.resourceGroups[]."
+                        "coveredResources plus a nominalQuota in every flavor of that group), or"]),
                     f"drop the {names} request from the pod template, or",
                     f"have Kueue ignore it: add the prefix to `resources.excludeResourcePrefixes` in ConfigMap "
                     f"{cfg.namespace}/kueue-manager-config.",

@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from kueuediag.analysis.capacity import matching_nodes
 from kueuediag.snapshot.k8s import PodView, meta
-from kueuediag.snapshot.kueue import events_for
+from kueuediag.snapshot.kueue import FlavorView, events_for
 from kueuediag.snapshot.model import Snapshot
 
 
@@ -260,3 +261,33 @@ def gate_authors(pod: PodView) -> dict[str, GateAuthor | None]:
         out[gate] = (GateAuthor(str(candidates[0].get("manager") or "?"), str(candidates[0].get("time") or "?"),
                                 False) if candidates else None)
     return out
+
+
+# --- what still blocks placement ------------------------------------------------------------------------------
+
+
+def standing_blockers(snap: Snapshot, pod: PodView, failure: SchedulingFailure, flavor: FlavorView | None) -> list[str]:
+    """The reasons of a recorded scheduling failure that still hold for `pod` as Kueue releases it from `flavor`
+    now (the pod's own tolerations plus the flavor's, the pod's nodeSelector plus the flavor's nodeLabels), judged
+    by the placement model (:func:`~kueuediag.analysis.capacity.matching_nodes`).
+
+    The record is what kube-scheduler saw when it tried; this answers whether the objects still impose it, so a
+    ResourceFlavor change (a toleration, nodeLabels) shows up as a constraint that no longer holds, while the pods
+    released before the change keep the old ones until Kueue releases the workload again. Reasons the model does
+    not judge (resources, volumes, node state) are kept as recorded: `insufficient <resource>`, or the kind.
+    """
+    match = matching_nodes(snap, flavor, pod.obj.get("spec") or {})
+    out: list[str] = []
+    for r in failure.reasons:
+        if r.kind == "untolerated-taint" and r.taint:
+            key = r.taint.split(":", 1)[0].strip()
+            if any(k.startswith(f'taint "{key}') for k in match.excluded):
+                out.append(f"untolerated taint {key}")
+        elif r.kind == "node-affinity":
+            if not match.nodes:
+                out.append("node-affinity")
+        elif r.kind == "insufficient":
+            out.append(f"insufficient {r.resource}")
+        else:
+            out.append(r.kind)
+    return list(dict.fromkeys(out))

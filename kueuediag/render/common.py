@@ -7,13 +7,34 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from kueuediag.models import CheckRun, Evidence, Outcome, Verdict
+from kueuediag.models import CheckRun, Evidence, FixStatus, Outcome, Verdict
 from kueuediag.timeutil import human_duration
 
 _LOG_PREFIX = re.compile(r"^(?P<where>\S+:\d+): (?P<json>\{.*)$", re.S)
 _ZAP_LEVEL = re.compile(r"^Level\((-?\d+)\)$")
 _JSON_SCALAR = re.compile(r'"(\w+)":("([^"]*)"|-?\d+(?:\.\d+)?|true|false|null)')
 _SKIP_KEYS = frozenset({"level", "ts", "time", "msg", "message", "logger", "caller", "stacktrace"})
+
+
+FIX_LABELS = {
+    FixStatus.VERIFIED: "fix, checked",
+    FixStatus.STOP_GAP: "stop-gap",
+    FixStatus.UNVERIFIED: "fix, not checked",
+    FixStatus.ADVICE: "next step",
+}
+"""how every renderer names a fix's status (what re-evaluating the snapshot said, see kueuediag.fixes)"""
+
+NO_CHECKED_FIX = ("none of the suggested changes could be confirmed on this snapshot (an object they name is not "
+                  "in it); see the evidence below.")
+
+NO_CAUSE = "no check found a cause; record what was seen and attach it to a ticket:"
+
+
+def snapshot_command(v: Verdict) -> str:
+    """The `kueuediag snapshot` command that records what this diagnosis saw (the next step when no check fired)."""
+    w = v.workload
+    who = f"{w.owner.kind.lower()}/{w.owner.name}" if w.owner else f"workload/{w.name}"
+    return f"kueuediag snapshot --for {who}" + (f" -n {w.namespace}" if w.namespace else "") + " --redact"
 
 
 def _log_value(value: Any) -> str:

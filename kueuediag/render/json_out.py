@@ -41,10 +41,12 @@ def fix_dict(x: Fix) -> dict[str, Any]:
         "status": x.status.value,
         "stopGap": x.stop_gap,
         "note": x.note or None,
+        "reason": x.reason or None,
         "patch": None if p is None else {
             "kind": p.kind, "name": p.name, "namespace": p.namespace,
-            "type": "delete" if p.delete else ("json" if p.json_ops else "merge"),
-            "patch": list(p.json_ops) if p.json_ops else (p.merge or None),
+            "type": "create" if p.create else "delete" if p.delete else ("json" if p.json_ops else "merge"),
+            "patch": p.create or (list(p.json_ops) if p.json_ops else (p.merge or None)),
+            **({"assumed": p.assumed} if p.assumed else {}),
         },
     }
 

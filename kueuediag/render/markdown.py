@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from kueuediag.models import Outcome, Verdict
-from kueuediag.render.common import confidence_line, data_lines, evidence_line, run_note, workload_line
+from kueuediag.models import Fix, Outcome, Verdict
+from kueuediag.render import common
+from kueuediag.render.common import FIX_LABELS, confidence_line, data_lines, evidence_line, run_note, workload_line
 
 
 def _esc(text: str) -> str:
@@ -16,6 +17,7 @@ def render_markdown(v: Verdict) -> str:
     out += [f"- could not see: {_esc(line)}" for line in v.unseen]
     if v.unseen:
         out.append("")
+    out += _first_fix(v) + [""]
     if v.findings:
         out += ["### Findings (ranked)", ""]
         for r in v.findings:
@@ -30,7 +32,13 @@ def render_markdown(v: Verdict) -> str:
             if f.evidence:
                 out.append("   - Evidence:")
                 out += [f"     - {_esc(evidence_line(e))}" for e in f.evidence]
-            if f.remediation:
+            if f.fixes:
+                out.append("   - Fix:")
+                for x in f.fixes:
+                    out.append(f"     - _{FIX_LABELS[x.status]}_: {_esc(x.text)}")
+                    if x.command and x.command != x.text:
+                        out.append(f"       `{x.command}`")
+            elif f.remediation:
                 out.append("   - Fix:")
                 out += [f"     - {_esc(x)}" for x in f.remediation]
             out.append("")
@@ -45,3 +53,22 @@ def render_markdown(v: Verdict) -> str:
     if v.snapshot_warnings:
         out += ["", "### Snapshot warnings", ""] + [f"- {_esc(w)}" for w in v.snapshot_warnings]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _first_fix(v: Verdict) -> list[str]:
+    """What the terminal's verdict box says to do first, with its label (checked, stop-gap, next step)."""
+    fix: Fix | None = v.first_fix
+    if fix is None:
+        if v.primary is None:
+            return [f"**Next step:** {common.NO_CAUSE}", "", "```sh", common.snapshot_command(v), "```"]
+        return [f"**No checked fix:** {common.NO_CHECKED_FIX}"]
+    label = FIX_LABELS[fix.status]
+    heading = f"**First {label}:**" if fix.status.value != "advice" else f"**{label[:1].upper()}{label[1:]}:**"
+    out = [f"{heading} {_esc(fix.text) if fix.text != fix.command else ''}".rstrip()]
+    if fix.command:
+        out += ["", "```sh", fix.command, "```"]
+    if fix.reason:
+        out += ["", f"_Why only a stop-gap:_ {_esc(fix.reason)}."]
+    if fix.note:
+        out += ["", f"> {_esc(fix.note)}"]
+    return out

@@ -18,7 +18,16 @@ from typing import Any
 
 from kueuediag.causes import BY_SLUG
 from kueuediag.models import Fix, FixStatus, Outcome, RankedFinding, Severity, Verdict
-from kueuediag.render.common import confidence_line, data_lines, evidence_line, run_note
+from kueuediag.render.common import (
+    FIX_LABELS,
+    NO_CAUSE,
+    NO_CHECKED_FIX,
+    confidence_line,
+    data_lines,
+    evidence_line,
+    run_note,
+    snapshot_command,
+)
 from kueuediag.timeutil import human_duration
 
 _SEV_STYLE = {
@@ -29,12 +38,8 @@ _SEV_STYLE = {
     Severity.INFO: "dim",
 }
 _LAYER_STYLE = {"submission": "magenta", "kueue": "blue", "kubernetes": "green", "none": "dim"}
-_FIX_LABEL = {
-    FixStatus.VERIFIED: ("fix, checked", "bold green"),
-    FixStatus.STOP_GAP: ("stop-gap", "yellow"),
-    FixStatus.UNVERIFIED: ("fix, not checked", "yellow"),
-    FixStatus.ADVICE: ("next step", "cyan"),
-}
+_FIX_STYLE = {FixStatus.VERIFIED: "bold green", FixStatus.STOP_GAP: "yellow", FixStatus.UNVERIFIED: "yellow",
+              FixStatus.ADVICE: "cyan"}
 TOP_FINDINGS = 3
 EVIDENCE_LINES = 3
 
@@ -125,14 +130,10 @@ class _Screen:
         if fix is not None:
             self.fix(fix, indent="", first=True)
         elif top is None:
-            self.text("NEXT STEP: no check found a cause; record what was seen and attach it to a ticket:", "yellow")
-            w = v.workload
-            who = f"{w.owner.kind.lower()}/{w.owner.name}" if w.owner else f"workload/{w.name}"
-            self.command(f"kueuediag snapshot --for {who}" + (f" -n {w.namespace}" if w.namespace else "")
-                         + " --redact", "    ")
+            self.text(f"NEXT STEP: {NO_CAUSE}", "yellow")
+            self.command(snapshot_command(v), "    ")
         else:
-            self.text("NO CHECKED FIX: none of the suggested changes could be confirmed on this snapshot (an "
-                      "object they name is not in it); see the evidence below.", "yellow")
+            self.text(f"NO CHECKED FIX: {NO_CHECKED_FIX}", "yellow")
         self.rule()
 
     def _who_line(self) -> str:
@@ -147,13 +148,17 @@ class _Screen:
         return " · ".join(bits)
 
     def fix(self, fix: Fix, indent: str, first: bool = False) -> None:
-        label, style = _FIX_LABEL[fix.status]
+        label, style = FIX_LABELS[fix.status], _FIX_STYLE[fix.status]
         prefix = "FIRST " if first and fix.status is not FixStatus.ADVICE else ""
         heading = f"{prefix}{label.upper() if first else label}: "
-        self.console.print(self.parts((indent + ("→ " if not first else ""), "green"), (heading, style),
-                                      (fix.text if not fix.command or fix.text != fix.command else "", "")))
+        words = fix.text if not fix.command or fix.text != fix.command else ""
+        if fix.command and f"`{fix.command}`" in words:  # printed whole on its own line below
+            words = words.replace(f"`{fix.command}`", "(the command below)")
+        self.console.print(self.parts((indent + ("→ " if not first else ""), "green"), (heading, style), (words, "")))
         if fix.command:
             self.command(fix.command, indent + "    ")
+        if fix.reason:
+            self.text(f"Why only a stop-gap: {fix.reason}.", "yellow", indent=indent + "    ")
         if fix.note:
             self.text(fix.note, "yellow", indent=indent + "    ")
 

@@ -28,6 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from kueuediag import jsonload
+from kueuediag.models import Patch
 from kueuediag.snapshot.k8s import labels, meta
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.timeutil import parse_time_lenient
@@ -571,3 +572,33 @@ def log_level_info(snap: Snapshot) -> LogLevelInfo:
         return LogLevelInfo(max_seen=max(seen) if seen else None, flag=flag, flag_raw=raw, flag_source=source)
 
     return snap.memo("kueue-log-level", build)
+
+
+def log_level_patch(snap: Snapshot, level: int) -> Patch | None:
+    """The JSON patch that sets ``--zap-log-level=<level>`` on the Kueue controller Deployment's manager container
+    (replacing the flag where it is, appending it to the args otherwise); None when the snapshot holds no such
+    Deployment. Editing the pod template rolls the controller, so the new level applies without a restart."""
+    for obj in controller_objects(snap):
+        if obj.get("kind") != "Deployment":
+            continue
+        containers = _containers(obj)
+        c = manager_container(obj)
+        if c is None:
+            continue
+        index = next(i for i, x in enumerate(containers) if x is c)
+        base = f"/spec/template/spec/containers/{index}"
+        value = f"--zap-log-level={level}"
+        ops: list[dict[str, Any]] = []
+        for part in ("command", "args"):
+            words = [str(a) for a in (c.get(part) or [])]
+            for i, word in enumerate(words):
+                if word.startswith(("--zap-log-level=", "-zap-log-level=")):
+                    ops = [{"op": "replace", "path": f"{base}/{part}/{i}", "value": value}]
+                elif word in ("--zap-log-level", "-zap-log-level") and i + 1 < len(words):
+                    ops = [{"op": "replace", "path": f"{base}/{part}/{i + 1}", "value": str(level)}]
+        if not ops:
+            ops = ([{"op": "add", "path": f"{base}/args/-", "value": value}] if c.get("args")
+                   else [{"op": "add", "path": f"{base}/args", "value": [value]}])
+        m = meta(obj)
+        return Patch(kind="Deployment", name=str(m.get("name")), namespace=m.get("namespace"), json_ops=tuple(ops))
+    return None
