@@ -496,11 +496,6 @@ def cq_inactive_parts(message: str) -> dict[str, list[str]]:
     return out
 
 
-def parse_cq_inactive_message(message: str) -> dict[str, list[str]]:
-    """Alias of :func:`cq_inactive_parts` (the name the checks used first)."""
-    return cq_inactive_parts(message)
-
-
 # --- what Kueue writes in the status of the queue objects ------------------------------------------------------
 
 

@@ -30,10 +30,9 @@ def report_changes(prev: HealthReport, cur: HealthReport) -> list[str]:
         was = old_q.get(q.name)
         if was is None:
             continue
-        if was.violation_seconds is None and q.violation_seconds is not None:
-            out.append(f"guarantee violation started: ClusterQueue {q.name}")
-        elif was.violation_seconds is not None and q.violation_seconds is None:
-            out.append(f"guarantee violation ended: ClusterQueue {q.name}")
+        out += _edge(was.violation_seconds, q.violation_seconds,
+                     f"guarantee violation started: ClusterQueue {q.name}",
+                     f"guarantee violation ended: ClusterQueue {q.name}")
         if was.active and not q.active:
             out.append(f"ClusterQueue {q.name} became inactive ({q.inactive_reason})")
     old_r = {r.cluster_queue: r for r in prev.rates}
@@ -41,16 +40,23 @@ def report_changes(prev: HealthReport, cur: HealthReport) -> list[str]:
         rate = old_r.get(r.cluster_queue)
         if rate is None:
             continue
-        if rate.stalled_seconds is None and r.stalled_seconds is not None:
-            out.append(f"ClusterQueue {r.cluster_queue} stalled: no admission for "
-                       f"{human_duration(r.stalled_seconds)} while work is pending")
-        elif rate.stalled_seconds is not None and r.stalled_seconds is None:
-            out.append(f"ClusterQueue {r.cluster_queue} admits again")
+        stalled_for = human_duration(r.stalled_seconds) if r.stalled_seconds is not None else ""
+        started = f"ClusterQueue {r.cluster_queue} stalled: no admission for {stalled_for} while work is pending"
+        out += _edge(rate.stalled_seconds, r.stalled_seconds, started, f"ClusterQueue {r.cluster_queue} admits again")
     old_fail = {(i.check, str(i.ref)) for i in prev.items if i.failed}
     new_fail = {(i.check, str(i.ref)) for i in cur.items if i.failed}
     out += [f"now failing: {check} {ref}" for check, ref in sorted(new_fail - old_fail)]
     out += [f"recovered: {check} {ref}" for check, ref in sorted(old_fail - new_fail)]
     return out
+
+
+def _edge(before: float | None, now: float | None, started: str, ended: str) -> list[str]:
+    """A condition measured as "seconds since it began, or None": the line for its start or its end, if any."""
+    if before is None and now is not None:
+        return [started]
+    if before is not None and now is None:
+        return [ended]
+    return []
 
 
 def verdict_changes(prev: Verdict, cur: Verdict) -> list[str]:
