@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from kueuediag.analysis.admission_rates import admission_rates, detect_trickle, sparkline
-from kueuediag.analysis.queue_order import pending_queue
+from kueuediag.analysis.queue_ahead import ahead_of, fits_after, namespace_mismatch
+from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
 from kueuediag.analysis.queue_route import local_queue_names
+from kueuediag.analysis.quota_fit import workload_fit
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.registry import discover
@@ -85,6 +88,51 @@ def test_local_queue_names_equal_a_scan_of_every_local_queue(bench_dir: Path) ->
             direct = sorted(lq.name for (lns, _), lq in idx.local_queues.items() if lns == ns)
             assert local_queue_names(snap, ns) == direct
         assert local_queue_names(snap, "no-such-namespace") == []
+
+
+def _direct_walk(snap: Snapshot, cq: str, position: int) -> tuple[list[str], dict[object, Decimal], str | None]:
+    """The walk over the workloads ahead of `position`, done for that position alone."""
+    strict = kueue_index(snap).cluster_queues[cq].queueing_strategy == "StrictFIFO"
+    consumed: dict[object, Decimal] = {}
+    fitting: list[QueueEntry] = []
+    for e in pending_queue(snap, cq)[: position - 1]:
+        if e.workload.requeue_at is not None and e.workload.requeue_at > snap.now:
+            continue
+        fit = workload_fit(snap, e.workload, cq)
+        if fit is None:
+            continue
+        if e.sticky or fits_after(fit, consumed):
+            fitting.append(e)
+            for _, ff in fit.chosen():
+                for r in ff.resources:
+                    consumed[(ff.flavor, r.resource)] = consumed.get((ff.flavor, r.resource), Decimal(0)) + r.request
+        elif strict and not namespace_mismatch(e):
+            return [f.workload.ref() for f in fitting], consumed, e.workload.ref()
+    return [f.workload.ref() for f in fitting], consumed, None
+
+
+@pytest.mark.parametrize("fixture", ["queue-strictfifo", "queue-priority", "queue-problems", "bench"])
+def test_queue_walk_and_entries_equal_a_walk_per_position(fixture: str, bench_dir: Path) -> None:
+    snap = load_snapshot(str(bench_dir if fixture == "bench" else FIXTURES / fixture))
+    walked = blocked = 0
+    for cq in sorted(kueue_index(snap).cluster_queues):
+        queue = pending_queue(snap, cq)
+        for entry in queue:
+            assert queue_entry(snap, cq, entry.workload) is next(
+                e for e in queue if e.workload.uid == entry.workload.uid and e.workload.name == entry.workload.name)
+            ahead = ahead_of(snap, cq, entry.position)
+            got = ([e.workload.ref() for e in ahead.fitting], dict(ahead.consumed),
+                   ahead.head_blocker.workload.ref() if ahead.head_blocker else None)
+            assert got == _direct_walk(snap, cq, entry.position), (cq, entry.position)
+            walked += 1
+            blocked += ahead.head_blocker is not None
+        queued = {e.workload.uid for e in queue}
+        for w in workloads_by_cluster_queue(snap).get(cq, []):
+            if w.uid not in queued:
+                assert queue_entry(snap, cq, w) is None
+    assert walked >= 3
+    if fixture == "queue-strictfifo":
+        assert blocked > 0  # the fixture's StrictFIFO head blocks the workloads behind it
 
 
 def _doc(snap: Snapshot, namespace: str, name: str) -> dict[str, object]:

@@ -308,6 +308,13 @@ class GuaranteeViolation(Check):
 
     # --- pieces --------------------------------------------------------------------------------------------
     def _data(self, snap: Snapshot, cq: str, others: OtherViolations) -> dict[str, Any]:
+        """The finding's data: the same for every pending workload of `cq` that is not itself a violation, and
+        built once for them (callers copy it before adding to it)."""
+        top = int(self.opts["top"])
+        return snap.memo(("KD101:data", cq, others.left_out, top), lambda: self._build_data(snap, cq, others, top))
+
+    @staticmethod
+    def _build_data(snap: Snapshot, cq: str, others: OtherViolations, top: int) -> dict[str, Any]:
         tree = quota_tree(snap)
         root = tree.root(cq)
         node = tree.cluster_queues.get(cq)
@@ -323,7 +330,7 @@ class GuaranteeViolation(Check):
                 "by_cluster_queue": others.by_cluster_queue(),
                 "top": [{"workload": v.workload.ref(), "cluster_queue": v.cluster_queue,
                          "minutes": None if v.minutes is None else round(v.minutes, 1),
-                         "flavors": v.fit.flavors} for v in others.top(int(self.opts["top"]))],
+                         "flavors": v.fit.flavors} for v in others.top(top)],
             },
         }
 
@@ -345,6 +352,12 @@ class GuaranteeViolation(Check):
 
     @staticmethod
     def _quota_evidence(snap: Snapshot, cq: str, frs: list[tuple[str, str]]) -> list[Evidence]:
+        """The quota rows behind a fit, read once per ClusterQueue and requested (flavor, resource) set."""
+        return list(snap.memo(("KD101:quota-evidence", cq, tuple(frs)),
+                              lambda: GuaranteeViolation._build_quota_evidence(snap, cq, frs)))
+
+    @staticmethod
+    def _build_quota_evidence(snap: Snapshot, cq: str, frs: list[tuple[str, str]]) -> list[Evidence]:
         out = []
         quotas = cq_quotas(snap, cq)
         for fr in frs:
