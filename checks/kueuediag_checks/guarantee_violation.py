@@ -308,13 +308,19 @@ class GuaranteeViolation(Check):
 
     # --- pieces --------------------------------------------------------------------------------------------
     def _data(self, snap: Snapshot, cq: str, others: OtherViolations) -> dict[str, Any]:
-        """The finding's data: the same for every pending workload of `cq` that is not itself a violation, and
-        built once for them (callers copy it before adding to it)."""
+        """The finding's data: the ClusterQueue's part is the same for all its pending workloads and built once
+        per ClusterQueue; the other violations depend on which one is the target's own."""
         top = int(self.opts["top"])
-        return snap.memo(("KD101:data", cq, others.left_out, top), lambda: self._build_data(snap, cq, others, top))
+        return dict(snap.memo(("KD101:queue-data", cq), lambda: self._queue_data(snap, cq)), other_violations={
+            "count": len(others),
+            "by_cluster_queue": others.by_cluster_queue(),
+            "top": [{"workload": v.workload.ref(), "cluster_queue": v.cluster_queue,
+                     "minutes": None if v.minutes is None else round(v.minutes, 1),
+                     "flavors": v.fit.flavors} for v in others.top(top)],
+        })
 
     @staticmethod
-    def _build_data(snap: Snapshot, cq: str, others: OtherViolations, top: int) -> dict[str, Any]:
+    def _queue_data(snap: Snapshot, cq: str) -> dict[str, Any]:
         tree = quota_tree(snap)
         root = tree.root(cq)
         node = tree.cluster_queues.get(cq)
@@ -325,13 +331,6 @@ class GuaranteeViolation(Check):
             "pending_requests": {r: format_quantity(q, r)
                                  for r, q in sorted(pending_requests(snap, cq).items())},
             "cohort_table": cohort_table(snap, root) if root else [],
-            "other_violations": {
-                "count": len(others),
-                "by_cluster_queue": others.by_cluster_queue(),
-                "top": [{"workload": v.workload.ref(), "cluster_queue": v.cluster_queue,
-                         "minutes": None if v.minutes is None else round(v.minutes, 1),
-                         "flavors": v.fit.flavors} for v in others.top(top)],
-            },
         }
 
     @staticmethod
