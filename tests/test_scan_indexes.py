@@ -15,17 +15,20 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from kueuediag_checks.log_patterns import queue_context
 
 from kueuediag.analysis.admission_rates import admission_rates, detect_trickle, sparkline
 from kueuediag.analysis.queue_ahead import ahead_of, fits_after, namespace_mismatch
 from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
 from kueuediag.analysis.queue_route import local_queue_names
 from kueuediag.analysis.quota_fit import workload_fit
+from kueuediag.analysis.signatures import SignatureHit, hits_concerning
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
+from kueuediag.models import Severity
 from kueuediag.registry import discover
 from kueuediag.render.json_out import render_json
-from kueuediag.snapshot.kueue import kueue_index, workloads_by_cluster_queue
+from kueuediag.snapshot.kueue import WorkloadView, kueue_index, workloads, workloads_by_cluster_queue
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import resolve
@@ -133,6 +136,39 @@ def test_queue_walk_and_entries_equal_a_walk_per_position(fixture: str, bench_di
     assert walked >= 3
     if fixture == "queue-strictfifo":
         assert blocked > 0  # the fixture's StrictFIFO head blocks the workloads behind it
+
+
+def _direct_queue_context(snap: Snapshot, w: WorkloadView, cq: str) -> dict[str, list[SignatureHit]]:
+    """KD501's context about the queue's other workloads, selected from every hit that may concern the target."""
+    out: dict[str, list[SignatureHit]] = {}
+    for hit in hits_concerning(snap, w.name, cq):
+        sig = hit.signature
+        if sig.id in ("evaluated-for-admission", "preempted") or not hit.noteworthy or sig.per != "workload":
+            continue
+        if not hit.index.names_workload(w.namespace, w.name) and hit.index.names_cluster_queue(cq) \
+                and sig.severity >= Severity.MEDIUM:
+            out.setdefault(hit.cause, []).append(hit)
+    return {cause: hits[:3] for cause, hits in out.items()}
+
+
+@pytest.mark.parametrize("fixture", ["bench", "scenarios/slow-preemption", "scenarios/stuck-preemption-target",
+                                     "snapshots/health-logs-level2", "snapshots/health-pod-preemption-grace"])
+def test_kd501_queue_context_equals_the_selection_over_every_hit(fixture: str, bench_dir: Path) -> None:
+    snap = load_snapshot(str(bench_dir if fixture == "bench" else ROOT / "fixtures" / fixture))
+    idx = kueue_index(snap)
+    compared = found = 0
+    for w in workloads(snap):
+        cq = w.admission_cq or (idx.local_queues[(w.namespace, w.queue_name)].cluster_queue
+                                if (w.namespace, w.queue_name) in idx.local_queues else None)
+        if cq is None:
+            continue
+        got = queue_context(snap, w, cq)
+        assert got == _direct_queue_context(snap, w, cq), (w.ref(), cq)
+        compared += 1
+        found += bool(got)
+    assert compared > 0
+    if fixture in ("scenarios/stuck-preemption-target", "snapshots/health-pod-preemption-grace"):
+        assert found > 0  # re-queue loops of other workloads name the ClusterQueue: context was compared
 
 
 def _doc(snap: Snapshot, namespace: str, name: str) -> dict[str, object]:
