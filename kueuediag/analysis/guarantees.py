@@ -21,6 +21,7 @@ unbroken run of samples in which the unused nominal quota of the chosen flavor c
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -95,24 +96,27 @@ def pending_fit(snap: Snapshot, w: WorkloadView,
     return snap.memo(("guarantees:fit", cq, key), lambda: workload_fit(snap, w))
 
 
-def nominal_fit(snap: Snapshot, w: WorkloadView,
-                extra_usage: dict[FlavorResource, Decimal] | None = None) -> NominalFit | None:
+def nominal_fit(snap: Snapshot, w: WorkloadView, extra_usage: dict[FlavorResource, Decimal] | None = None,
+                shape: tuple[tuple[object, ...], ...] | None = None) -> NominalFit | None:
     """Greedy like Kueue's flavor assigner: per pod set and resource group, the first eligible flavor (in
     ClusterQueue order) where reserved + earlier pod sets + this request <= nominal for every requested
     resource. `extra_usage` is added to the reservation (to ask "would it have fitted before X finished?").
-    None when the workload has no known ClusterQueue."""
+    None when the workload has no known ClusterQueue. `shape` is `_shape(w)` when the caller has it."""
     if extra_usage is None and not w.holds_quota:
         cq = cluster_queue_of(kueue_index(snap), w)
-        shape = _shape(w)
-        return snap.memo(("guarantees:nominal-fit", cq, shape), lambda: _nominal_fit(snap, w, {}, shape))
+        key = shape if shape is not None else _shape(w)
+        return snap.memo(("guarantees:nominal-fit", cq, key), lambda: _nominal_fit(snap, w, {}, key))
     return _nominal_fit(snap, w, extra_usage or {})
 
 
 def _nominal_fit(snap: Snapshot, w: WorkloadView, extra: dict[FlavorResource, Decimal],
                  shape: tuple[tuple[object, ...], ...] | None = None) -> NominalFit | None:
     fit = pending_fit(snap, w, shape)
-    if fit is None:
-        return None
+    return None if fit is None else _fit_nominal(fit, extra)
+
+
+def _fit_nominal(fit: WorkloadFit, extra: dict[FlavorResource, Decimal]) -> NominalFit:
+    """The greedy walk of `nominal_fit` over one quota fit, with `extra` added to the reservation."""
     assigned: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
     choices: list[NominalChoice] = []
     for ps in fit.pod_sets:
@@ -121,7 +125,9 @@ def _nominal_fit(snap: Snapshot, w: WorkloadView, extra: dict[FlavorResource, De
                                                f"by ClusterQueue {fit.cluster_queue}")
         for group in ps.groups:
             picked = None
-            best_miss: tuple[Decimal, str] | None = None
+            # the closest miss, formatted only when no flavor fits (the binary search in violation_for asks
+            # thousands of times and reads only `fits`)
+            best_miss: tuple[Decimal, str, str, Decimal, Decimal] | None = None
             for ff in group.flavors:
                 if not ff.eligible:
                     continue
@@ -132,16 +138,17 @@ def _nominal_fit(snap: Snapshot, w: WorkloadView, extra: dict[FlavorResource, De
                     if rf.request > unused:
                         ok = False
                         miss = rf.request - unused
-                        text = (f"needs {format_quantity(rf.request, rf.resource)} {rf.resource} in flavor "
-                                f"{ff.flavor}, {format_quantity(max(ZERO, unused), rf.resource)} unused in "
-                                f"nominal quota")
                         if best_miss is None or miss < best_miss[0]:
-                            best_miss = (miss, text)
+                            best_miss = (miss, ff.flavor, rf.resource, rf.request, unused)
                 if ok:
                     picked = ff
                     break
             if picked is None:
-                why = best_miss[1] if best_miss else "no flavor it may use (nodeLabels/nodeTaints)"
+                why = "no flavor it may use (nodeLabels/nodeTaints)"
+                if best_miss is not None:
+                    _, flavor, resource, request, unused = best_miss
+                    why = (f"needs {format_quantity(request, resource)} {resource} in flavor {flavor}, "
+                           f"{format_quantity(max(ZERO, unused), resource)} unused in nominal quota")
                 return NominalFit(False, shortfall=f"pod set {ps.pod_set}: {why}")
             for rf in picked.resources:
                 assigned[(picked.flavor, rf.resource)] += rf.request
@@ -215,13 +222,15 @@ def _releases(snap: Snapshot, cq: str) -> list[Release]:
     return snap.memo(("guarantees:releases", cq), build)
 
 
-def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
-                  now: datetime) -> tuple[datetime | None, list[str]]:
-    """Start of the latest unbroken run (ending at the newest sample) where nominal − reservation covered the
-    request in every chosen (flavor, resource) that has both series; None when no such series exist."""
+def _metric_run(store: MetricStore, cq: str, requests: tuple[tuple[FlavorResource, Decimal], ...],
+                now: datetime) -> tuple[float | None, list[str]]:
+    """Start (epoch seconds) of the latest unbroken run (ending at the newest sample) where nominal − reservation
+    covered the request in every chosen (flavor, resource) that has both series, and the series read; None when
+    no such series exist or one never covered it. The same for every workload of a ClusterQueue requesting the
+    same amounts, so `violation_for` memoises it; the violation starts at the later of it and the pending time."""
     runs: list[float] = []
     selectors: list[str] = []
-    for (flavor, resource), need in sorted(fit.requests().items()):
+    for (flavor, resource), need in requests:
         nominal = store.select("kueue_cluster_queue_nominal_quota", cluster_queue=cq, flavor=flavor,
                                resource=resource)
         reserved = store.select("kueue_cluster_queue_resource_reservation", cluster_queue=cq, flavor=flavor,
@@ -235,8 +244,7 @@ def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
         runs.append(start)
     if not runs:
         return None, []
-    since = datetime.fromtimestamp(max(runs), UTC)
-    return max(since, floor), selectors
+    return max(runs), selectors
 
 
 def _run_start(nominal: Series, reserved: Series, need: Decimal, now: float) -> float | None:
@@ -253,11 +261,19 @@ def _run_start(nominal: Series, reserved: Series, need: Decimal, now: float) -> 
     return start
 
 
+def _released_after(snap: Snapshot, cq: str, since: datetime) -> int:
+    """How many of `_releases(snap, cq)` (newest first) finished after `since`: a binary search over their times,
+    indexed once per ClusterQueue."""
+    ascending = snap.memo(("guarantees:release-times", cq), lambda: [r[0] for r in reversed(_releases(snap, cq))])
+    return len(ascending) - bisect_right(ascending, since)
+
+
 def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     """The guarantee violation of one pending workload; None when it does not fit in unused nominal quota."""
     if not is_pending(w):
         return None
-    fit = nominal_fit(snap, w)
+    shape = _shape(w)
+    fit = nominal_fit(snap, w, shape=shape)
     if fit is None or not fit.fits:
         return None
     cq = fit_cq(snap, w)
@@ -266,18 +282,24 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     notes: list[str] = []
     released_by: WorkloadView | None = None
     if since0 is not None:
-        releases = [r for r in _releases(snap, cq) if r[0] > since0]  # newest first
+        releases = _releases(snap, cq)  # newest first: those after since0 are the first `after` of them
+        after = _released_after(snap, cq, since0)
         # Adding back more released quota can only make the fit worse: binary-search the first release
-        # (newest first) without which the workload would not have fitted.
-        lo, hi = 0, len(releases)
+        # (newest first) without which the workload would not have fitted. Whether adding back the releases
+        # down to one of them still fits depends on the ClusterQueue and the workload's shape only (one quota
+        # fit per shape, `pending_fit`), so the probes are shared by every workload of that shape.
+        fitted = pending_fit(snap, w, shape)
+        misses: dict[int, bool] = snap.memo(("guarantees:release-misses", cq, shape), dict)
+        lo, hi = 0, after
         while lo < hi:
             mid = (lo + hi) // 2
-            again = nominal_fit(snap, w, releases[mid][2])
-            if again is not None and not again.fits:
+            if mid not in misses:
+                misses[mid] = fitted is not None and not _fit_nominal(fitted, releases[mid][2]).fits
+            if misses[mid]:
                 hi = mid
             else:
                 lo = mid + 1
-        if lo < len(releases):
+        if lo < after:
             when, other, _ = releases[lo]
             since, source = when, f"Workload {other.ref()} finished at {_iso(when)} and freed the quota"
             notes.append(source)
@@ -285,7 +307,10 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     selectors: list[str] = []
     store = metric_store(snap)
     if store and since is not None:
-        msince, selectors = _metric_since(store, cq, fit, since, snap.now)
+        requests = tuple(sorted(fit.requests().items()))
+        run, selectors = snap.memo(("guarantees:metric-run", cq, requests),
+                                   lambda: _metric_run(store, cq, requests, snap.now))
+        msince = max(datetime.fromtimestamp(run, UTC), since) if run is not None else None
         if msince is not None and msince > since:
             since, source = msince, f"metrics: unused nominal quota covered the request since {_iso(msince)}"
             notes.append(source)
