@@ -30,7 +30,7 @@ from kueuediag.analysis.guarantees import (
 from kueuediag.analysis.queue_ahead import ahead_of, fits_after, namespace_mismatch
 from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
 from kueuediag.analysis.queue_route import local_queue_names
-from kueuediag.analysis.quota_fit import workload_fit
+from kueuediag.analysis.quota_fit import _fit_with_partial, workload_fit
 from kueuediag.analysis.signatures import SignatureHit, hits_concerning
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
@@ -223,6 +223,28 @@ def test_violations_equal_a_search_per_workload(fixture: str, bench_dir: Path) -
     assert {w.ref() for w in workloads(shared) if is_pending(w) and violation_for(shared, w)} == set(found)
     if fixture == "bench":
         assert dated > 0  # releases dated some violations: the shared probes were compared
+
+
+@pytest.mark.parametrize("fixture", ["bench", "snapshots/guarantee-violation", "snapshots/queue-priority",
+                                     "snapshots/flavor-conflict", "scenarios/fragmentation-tas"])
+def test_fits_shared_by_shape_equal_each_workloads_own(fixture: str, bench_dir: Path) -> None:
+    """workload_fit shares one fit among the workloads of a shape holding no quota; each equals the fit
+    computed for that workload alone."""
+    snap = load_snapshot(str(bench_dir if fixture == "bench" else ROOT / "fixtures" / fixture))
+    compared = shared = 0
+    seen: set[int] = set()
+    for cq, wls in sorted(workloads_by_cluster_queue(snap).items()):
+        if cq not in kueue_index(snap).cluster_queues:
+            continue
+        for w in wls:
+            fit = workload_fit(snap, w, cq)
+            assert fit == _fit_with_partial(snap, w, cq), w.ref()
+            compared += 1
+            shared += id(fit) in seen
+            seen.add(id(fit))
+    assert compared > 0
+    if fixture == "bench":
+        assert shared > 0  # workloads of one shape did share a fit
 
 
 def _doc(snap: Snapshot, namespace: str, name: str) -> dict[str, object]:

@@ -29,7 +29,7 @@ from decimal import Decimal
 
 from kueuediag.analysis.health import last_spec_change
 from kueuediag.analysis.messages import ReasonKind, parse_pending_message
-from kueuediag.analysis.quota_fit import WorkloadFit, workload_fit
+from kueuediag.analysis.quota_fit import WorkloadFit, fit_shape, workload_fit
 from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quotas
 from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.errors import MalformedObject
@@ -77,14 +77,6 @@ class NominalFit:
         return dict(out)
 
 
-def _shape(w: WorkloadView) -> tuple[tuple[object, ...], ...]:
-    """What the fit of a pending workload depends on: pod sets' counts, requests and placement constraints."""
-    spec_keys = ("nodeSelector", "affinity", "tolerations")
-    return tuple(
-        (ps.name, ps.count, tuple(sorted(ps.requests.items())), repr([ps.spec.get(k) for k in spec_keys]))
-        for ps in w.pod_sets)
-
-
 def pending_fit(snap: Snapshot, w: WorkloadView,
                 shape: tuple[tuple[object, ...], ...] | None = None) -> WorkloadFit | None:
     """workload_fit for a workload that holds no quota, shared by every pending workload of the same shape in
@@ -92,7 +84,7 @@ def pending_fit(snap: Snapshot, w: WorkloadView,
     if w.holds_quota:
         return workload_fit(snap, w)
     cq = cluster_queue_of(kueue_index(snap), w)
-    key = shape if shape is not None else _shape(w)
+    key = shape if shape is not None else fit_shape(w)
     return snap.memo(("guarantees:fit", cq, key), lambda: workload_fit(snap, w))
 
 
@@ -101,10 +93,10 @@ def nominal_fit(snap: Snapshot, w: WorkloadView, extra_usage: dict[FlavorResourc
     """Greedy like Kueue's flavor assigner: per pod set and resource group, the first eligible flavor (in
     ClusterQueue order) where reserved + earlier pod sets + this request <= nominal for every requested
     resource. `extra_usage` is added to the reservation (to ask "would it have fitted before X finished?").
-    None when the workload has no known ClusterQueue. `shape` is `_shape(w)` when the caller has it."""
+    None when the workload has no known ClusterQueue. `shape` is `fit_shape(w)` when the caller has it."""
     if extra_usage is None and not w.holds_quota:
         cq = cluster_queue_of(kueue_index(snap), w)
-        key = shape if shape is not None else _shape(w)
+        key = shape if shape is not None else fit_shape(w)
         return snap.memo(("guarantees:nominal-fit", cq, key), lambda: _nominal_fit(snap, w, {}, key))
     return _nominal_fit(snap, w, extra_usage or {})
 
@@ -272,7 +264,7 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     """The guarantee violation of one pending workload; None when it does not fit in unused nominal quota."""
     if not is_pending(w):
         return None
-    shape = _shape(w)
+    shape = fit_shape(w)
     fit = nominal_fit(snap, w, shape=shape)
     if fit is None or not fit.fits:
         return None
