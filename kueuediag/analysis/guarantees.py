@@ -32,12 +32,15 @@ from kueuediag.analysis.quota_fit import WorkloadFit, workload_fit
 from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quotas
 from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.errors import MalformedObject
-from kueuediag.quantity import ZERO, format_quantity
+from kueuediag.quantity import ZERO, QuantityError, format_quantity, parse_quantity
+from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.kueue import (
     FlavorResource,
     WorkloadState,
     WorkloadView,
     cluster_queue_of,
+    finished_newest_first,
+    finished_view,
     kueue_index,
     workloads_by_cluster_queue,
 )
@@ -189,30 +192,42 @@ def is_pending(w: WorkloadView) -> bool:
     return w.state == WorkloadState.PENDING and w.active
 
 
-Release = tuple[datetime, WorkloadView, dict[FlavorResource, Decimal]]
+Release = tuple[datetime, Held, dict[FlavorResource, Decimal]]
+"""(finishing time, the Finished Workload, quota released by it and every newer release)"""
 
 
-def _releases(snap: Snapshot, cq: str) -> list[Release]:
-    """Finished workloads of `cq`, newest first, each with the cumulative quota released from the newest down
-    to it (their status.admission still says what they held). Memoised per ClusterQueue."""
+@dataclass
+class _Releases:
+    """The releases of one ClusterQueue computed so far (newest first) and where the next one starts."""
 
-    def build() -> list[Release]:
-        found = []
-        for other in workloads_by_cluster_queue(snap).get(cq, []):
-            fin = other.cond("Finished")
-            if fin is not None and fin.true and fin.last_transition and other.admission_cq == cq \
-                    and other.assignments:
-                found.append((fin.last_transition, other))
-        found.sort(key=lambda x: (x[0], x[1].namespace, x[1].name), reverse=True)
-        out: list[Release] = []
-        held: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
-        for when, other in found:
-            for fr, q in other.usage().items():
-                held[fr] += q
-            out.append((when, other, dict(held)))
-        return out
+    done: list[Release] = field(default_factory=list)
+    next: int = 0
+    held: dict[FlavorResource, Decimal] = field(default_factory=lambda: defaultdict(lambda: ZERO))
 
-    return snap.memo(("guarantees:releases", cq), build)
+
+def _releases(snap: Snapshot, cq: str, after: datetime) -> list[Release]:
+    """Finished workloads of `cq` that finished after `after`, newest first, each with the cumulative quota
+    released from the newest down to it (their status.admission still says what they held).
+
+    Only releases after a pending workload's start can explain when it began to fit, and the cumulative sums of
+    the newest ones do not depend on older ones: so the list is extended (and memoised per ClusterQueue) only as
+    far back as a caller asks. The quota comes from each Workload's index keys (`Held.settled_usage`): finished
+    Workloads are not decoded; a quantity that does not parse leaves its Workload out, as a malformed one is."""
+    state: _Releases = snap.memo(("guarantees:releases", cq), _Releases)
+    entries = finished_newest_first(snap, cq)
+    while state.next < len(entries) and entries[state.next][0] > after:
+        when, held = entries[state.next]
+        state.next += 1
+        try:
+            usage = [((flavor, resource), parse_quantity(q)) for _, flavor, resource, q in held.settled_usage]
+        except QuantityError:
+            continue
+        if not usage:
+            continue
+        for fr, q in usage:
+            state.held[fr] += q
+        state.done.append((when, held, dict(state.held)))
+    return [r for r in state.done if r[0] > after]
 
 
 def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
@@ -266,7 +281,7 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     notes: list[str] = []
     released_by: WorkloadView | None = None
     if since0 is not None:
-        releases = [r for r in _releases(snap, cq) if r[0] > since0]  # newest first
+        releases = _releases(snap, cq, since0)  # newest first
         # Adding back more released quota can only make the fit worse: binary-search the first release
         # (newest first) without which the workload would not have fitted.
         lo, hi = 0, len(releases)
@@ -278,10 +293,10 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
             else:
                 lo = mid + 1
         if lo < len(releases):
-            when, other, _ = releases[lo]
-            since, source = when, f"Workload {other.ref()} finished at {_iso(when)} and freed the quota"
+            when, held, _ = releases[lo]
+            since, source = when, f"Workload {held.namespace}/{held.name} finished at {_iso(when)} and freed the quota"
             notes.append(source)
-            released_by = other
+            released_by = finished_view(snap, held)
     selectors: list[str] = []
     store = metric_store(snap)
     if store and since is not None:

@@ -500,6 +500,13 @@ def _tokens(args: Iterable[str]) -> list[str]:
     return out
 
 
+def could_be_controller(name: str, lbls: dict[str, str]) -> bool:
+    """What `is_kueue_controller` needs of an object's name and labels before it reads the containers: a pod
+    that fails this is not the controller, whatever its images (so most pods need not be decoded)."""
+    return (lbls.get("app.kubernetes.io/name") == "kueue" or lbls.get("control-plane") == "controller-manager"
+            or name.startswith("kueue-controller-manager"))
+
+
 def is_kueue_controller(obj: dict[str, Any]) -> bool:
     """A Kueue controller-manager Pod or Deployment (not KueueViz, not another kubebuilder operator)."""
     m = meta(obj)
@@ -540,7 +547,8 @@ def controller_objects(snap: Snapshot) -> list[dict[str, Any]]:
 
     def build() -> list[dict[str, Any]]:
         deps = [d for d in snap.of_kind("Deployment") if is_kueue_controller(d)]
-        pods = [p for p in snap.of_kind("Pod") if is_kueue_controller(p)]
+        pods = [p for p in (snap.obj(h) for h in snap.entries("Pod") if could_be_controller(h.name, h.labels))
+                if is_kueue_controller(p)]
         return deps + pods
 
     return snap.memo("kueue-controller-objects", build)

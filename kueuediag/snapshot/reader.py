@@ -23,6 +23,7 @@ import yaml
 
 from kueuediag import jsonload
 from kueuediag.errors import InputError, clip, shown
+from kueuediag.snapshot.held import Held, split_list
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, FLAG_NAMES, Limits
 
 FORMAT = "kueuediag-snapshot/v1"
@@ -48,7 +49,8 @@ class RawSnapshot:
 
     source: str
     manifest: dict[str, Any] = field(default_factory=dict)
-    objects: list[dict[str, Any]] = field(default_factory=list)
+    objects: list[dict[str, Any] | Held] = field(default_factory=list)
+    """in file order; the items of a JSON List of a bulk kind are Held (decoded on first use)"""
     metrics: dict[str, str] = field(default_factory=dict)
     """path → OpenMetrics text"""
     logs: dict[str, str] = field(default_factory=dict)
@@ -57,6 +59,10 @@ class RawSnapshot:
     """id(object) → the file it was read from (valid while `objects` holds the object)"""
     warnings: list[str] = field(default_factory=list)
     """input that was read in a degraded way (bytes replaced, files skipped, logs cut)"""
+
+    def dicts(self) -> list[dict[str, Any]]:
+        """Every object decoded (a collected snapshot holds only decoded objects: this is then free)."""
+        return [o.obj() if isinstance(o, Held) else o for o in self.objects]
 
 
 class _Budget:
@@ -282,10 +288,11 @@ def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, bytes]], budget: _
     return raw
 
 
-def _add_objects(raw: RawSnapshot, rel: str, objs: list[dict[str, Any]], budget: _Budget) -> None:
+def _add_objects(raw: RawSnapshot, rel: str, objs: list[dict[str, Any] | Held], budget: _Budget) -> None:
     raw.objects.extend(objs)
     for obj in objs:
-        raw.origins[id(obj)] = rel
+        if not isinstance(obj, Held):
+            raw.origins[id(obj)] = rel
     if len(raw.objects) > budget.limits.max_objects:
         raise budget.exceeded(f"{raw.source}: more than {budget.limits.max_objects:,} objects", "max_objects")
 
@@ -349,10 +356,20 @@ def _parse_problem(exc: BaseException) -> str:
     return clip(str(exc), 120)
 
 
-def parse_objects(rel: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any]]:
-    """Parse one kubectl output file: a single object, a `kind: List`, or multi-document YAML."""
+def parse_objects(rel: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any] | Held]:
+    """Parse one kubectl output file: a single object, a `kind: List`, or multi-document YAML.
+
+    A JSON List is split into its items and those of a bulk kind are held undecoded (:mod:`.held`).
+    """
     docs: list[Any]
     if rel.lower().endswith(".json"):
+        items = split_list(data, rel)
+        if items is not None:
+            where = f"{rel} (document 1)"
+            for j, item in enumerate(items):
+                if not isinstance(item, Held):
+                    _check_object(f"{where} item {j + 1}", item)
+            return items
         try:
             docs = [jsonload.loads_utf8(data)] if data.strip() else []
         except UnicodeDecodeError:
@@ -380,7 +397,7 @@ def parse_objects(rel: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> lis
         if doc is None:
             continue
         _flatten(rel, i, doc, out)
-    return out
+    return list(out)
 
 
 def _check_aliases(rel: str, text: str, limit: int) -> None:
