@@ -219,7 +219,7 @@ def _releases(snap: Snapshot, cq: str, after: datetime) -> list[Release]:
         when, held = entries[state.next]
         state.next += 1
         try:
-            usage = [((flavor, resource), parse_quantity(q)) for _, flavor, resource, q in held.settled_usage]
+            usage = [((flavor, resource), parse_quantity(q)) for flavor, resource, q in held.settled_usage]
         except QuantityError:
             continue
         if not usage:

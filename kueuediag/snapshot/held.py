@@ -18,6 +18,10 @@ object still gets its precise, one-line input error.
 
 from __future__ import annotations
 
+import mmap
+import os
+import re
+from sys import intern
 from typing import Any
 
 import msgspec
@@ -25,10 +29,14 @@ import msgspec
 from kueuediag import jsonload
 
 HELD_KINDS = frozenset({"Workload", "Pod", "Job", "Event"})
+INDEXED_LABELS = ("kueue.x-k8s.io/job-uid", "kueue.x-k8s.io/pod-group-name", "control-plane", "app.kubernetes.io/name")
+"""The labels a Held record keeps: the ones the indexes are keyed by (the object keeps all of them)."""
+INDEXED_ANNOTATIONS = ("kueue.x-k8s.io/pod-group-name", "kueue.x-k8s.io/workload")
+_NONE: dict[str, str] = {}
+"""The shared (never written) labels/annotations of a record that has none of the indexed ones."""
 """Bulk kinds held as bytes; every other kind is small and is decoded (and shape-checked) at load."""
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 """Dropped from every object when it is decoded (nothing reads it; it may carry what sanitising removed)."""
-_KUEUE_ANNOTATION_PREFIX = "kueue.x-k8s.io/"
 
 
 class _Ref(msgspec.Struct):
@@ -88,35 +96,55 @@ class _List(msgspec.Struct):
 
 
 _LIST = msgspec.json.Decoder(_List)
-Usage = tuple[tuple[int, str, str, Any], ...]
+Usage = tuple[tuple[str, str, Any], ...]
 _HEAD = msgspec.json.Decoder(_Head)
+
+
+class OpenFile:
+    """A snapshot file kept open so that held items can be read back by offset (`os.pread`), touching no
+    mapping: decoding a few scattered items then costs only their own bytes in memory."""
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self.fd = fd
+
+    def read(self, offset: int, length: int) -> bytes:
+        data = os.pread(self.fd, length, offset)
+        if len(data) != length:
+            raise ValueError(f"{self.path} changed while kueuediag was reading it")
+        return data
+
+    def __del__(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
 
 
 class Held:
     """One object of a snapshot: its identity and index keys, and the object itself once decoded."""
 
-    __slots__ = ("_obj", "_raw", "annotations", "api_version", "created", "deleting", "kind", "labels", "name",
+    __slots__ = ("_len", "_obj", "_off", "_raw", "annotations", "api_version", "kind", "labels", "name",
                  "namespace", "origin", "owners", "rv", "settled", "settled_at", "settled_in", "settled_usage", "uid")
 
     def __init__(self, kind: str, api_version: str, name: str, namespace: str | None, uid: str | None,
                  rv: int, owners: tuple[tuple[str | None, str | None, str | None, bool], ...],
-                 labels: dict[str, str], annotations: dict[str, str], created: str | None, deleting: bool,
+                 labels: dict[str, str], annotations: dict[str, str],
                  settled: bool, origin: str | None, raw: Any = None, obj: dict[str, Any] | None = None,
                  settled_at: str | None = None, settled_in: str | None = None,
                  settled_usage: Usage = ()) -> None:
-        self.kind = kind
-        self.api_version = api_version
+        self.kind = intern(kind)
+        self.api_version = intern(api_version)
         self.name = name
-        self.namespace = namespace
+        self.namespace = intern(namespace) if namespace else namespace
         self.uid = uid
         self.rv = rv
         self.owners = owners
         """(uid, kind, name, controller) of each owner reference"""
-        self.labels = labels
-        self.annotations = annotations
-        """only Kueue's own annotations (``kueue.x-k8s.io/…``): the ones indexes are keyed by"""
-        self.created = created
-        self.deleting = deleting
+        self.labels = _indexed(labels, INDEXED_LABELS)
+        """only the labels indexes are keyed by (`INDEXED_LABELS`)"""
+        self.annotations = _indexed(annotations, INDEXED_ANNOTATIONS)
+        """only the annotations indexes are keyed by (`INDEXED_ANNOTATIONS`)"""
         self.settled = settled
         """finished for good: a Finished Workload, a Succeeded/Failed Pod not being deleted"""
         self.settled_at = settled_at
@@ -128,7 +156,14 @@ class Held:
         it held until it finished"""
         self.origin = origin
         self._raw = raw
+        """msgspec.Raw (a slice of the bytes read), or the OpenFile to read `_len` bytes at `_off` from"""
+        self._off = 0
+        self._len = 0
         self._obj = obj
+
+    def at(self, source: OpenFile, offset: int, length: int) -> None:
+        """Read the object back from `source` (`length` bytes at `offset`) when it is decoded."""
+        self._raw, self._off, self._len = source, offset, length
 
     @property
     def decoded(self) -> bool:
@@ -138,7 +173,8 @@ class Held:
         """The whole object (decoded on first use, then shared by every caller)."""
         obj = self._obj
         if obj is None:
-            obj = jsonload.loads(memoryview(self._raw))
+            raw = self._raw
+            obj = jsonload.loads(raw.read(self._off, self._len) if isinstance(raw, OpenFile) else memoryview(raw))
             obj.setdefault("kind", self.kind)
             obj.setdefault("apiVersion", self.api_version)
             annotations = obj["metadata"].get("annotations")
@@ -157,22 +193,27 @@ def held_of(obj: dict[str, Any], origin: str | None) -> Held:
     return Held(
         kind=obj["kind"], api_version=obj["apiVersion"], name=meta["name"], namespace=meta.get("namespace"),
         uid=meta.get("uid") or None, rv=_rv(meta.get("resourceVersion")),
-        owners=tuple((r.get("uid"), r.get("kind"), r.get("name"), bool(r.get("controller")))
+        owners=tuple((r.get("uid"), _intern(r.get("kind")), r.get("name"), bool(r.get("controller")))
                      for r in meta.get("ownerReferences") or () if isinstance(r, dict)),
-        labels=labels, annotations={k: v for k, v in annotations.items() if k.startswith(_KUEUE_ANNOTATION_PREFIX)},
-        created=meta.get("creationTimestamp") if isinstance(meta.get("creationTimestamp"), str) else None,
-        deleting=meta.get("deletionTimestamp") is not None, settled=_settled_dict(obj), origin=origin, obj=obj,
+        labels=labels, annotations=annotations, settled=_settled_dict(obj), origin=origin, obj=obj,
         settled_at=_finished_at_dict(obj), settled_in=_admitted_to_dict(obj),
         settled_usage=_usage_dict(obj) if _settled_dict(obj) else (),
     )
 
 
-def split_list(data: bytes, origin: str) -> list[dict[str, Any] | Held] | None:
+_SEPARATOR = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*")
+
+
+def split_list(data: bytes | mmap.mmap, origin: str,
+               source: OpenFile | None = None) -> list[dict[str, Any] | Held] | None:
     """The items of a kubectl JSON List: bulk kinds as Held, the rest decoded; None when `data` is not a List
-    msgspec can read (the caller parses it the ordinary way and reports any error)."""
+    msgspec can read (the caller parses it the ordinary way and reports any error).
+
+    With `source` (the file `data` maps), a held item remembers its offset and length in the file instead of a
+    slice of `data`, so the caller can unmap the file once it is split."""
     try:
         envelope = _LIST.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     kind = envelope.kind
     if envelope.items is None or not (isinstance(kind, str) and kind.endswith("List")):
@@ -180,14 +221,17 @@ def split_list(data: bytes, origin: str) -> list[dict[str, Any] | Held] | None:
     item_kind = kind[:-4] if kind != "List" else None
     list_version = envelope.apiVersion if isinstance(envelope.apiVersion, str) else None
     out: list[dict[str, Any] | Held] = []
-    for raw in envelope.items:
+    spans = _spans(data, envelope.items) if source is not None else None
+    for i, raw in enumerate(envelope.items):
         held = _hold(raw, item_kind, list_version, origin)
         if held is not None:
+            if spans is not None and source is not None:
+                held.at(source, spans[i], len(raw))
             out.append(held)
             continue
         try:
             obj = jsonload.loads(memoryview(raw))
-        except ValueError:
+        except (ValueError, RecursionError):
             return None  # let the ordinary parser report it
         if not isinstance(obj, dict):
             return None
@@ -199,12 +243,34 @@ def split_list(data: bytes, origin: str) -> list[dict[str, Any] | Held] | None:
     return out
 
 
+def _spans(data: bytes | mmap.mmap, items: list[msgspec.Raw]) -> list[int] | None:
+    """The offset of each item in `data`: the first found by its opening bytes, each next one after the comma
+    that follows the previous one; every item is compared with the bytes at its offset (None if one differs)."""
+    if not items:
+        return []
+    first = bytes(items[0])
+    pos = data.find(first[:4096])
+    out: list[int] = []
+    for i, raw in enumerate(items):
+        if i:
+            sep = _SEPARATOR.match(data, pos)
+            if sep is None:
+                return None
+            pos = sep.end()
+        n = len(raw)
+        if pos < 0 or data[pos:pos + n] != (first if i == 0 else bytes(raw)):
+            return None
+        out.append(pos)
+        pos += n
+    return out
+
+
 def _hold(raw: msgspec.Raw, item_kind: str | None, list_version: str | None, origin: str) -> Held | None:
     """The Held record of one List item, or None when it must be decoded whole (not a bulk kind, or a head that
     does not have the types every object's metadata must have)."""
     try:
         head = _HEAD.decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     kind = head.kind if head.kind is not None else item_kind
     api = head.apiVersion if head.apiVersion is not None else (list_version if item_kind else None)
@@ -226,14 +292,11 @@ def _hold(raw: msgspec.Raw, item_kind: str | None, list_version: str | None, ori
         settled = status is not None and status.phase in ("Succeeded", "Failed") and meta.deletionTimestamp is None
     else:
         settled = False
-    annotations = meta.annotations or {}
     return Held(
         kind=kind, api_version=api, name=meta.name, namespace=meta.namespace, uid=meta.uid or None,
         rv=_rv(meta.resourceVersion),
-        owners=tuple((r.uid, r.kind, r.name, bool(r.controller)) for r in meta.ownerReferences or ()),
-        labels=meta.labels or {},
-        annotations={k: v for k, v in annotations.items() if k.startswith(_KUEUE_ANNOTATION_PREFIX)},
-        created=meta.creationTimestamp, deleting=meta.deletionTimestamp is not None, settled=settled,
+        owners=tuple((r.uid, _intern(r.kind), r.name, bool(r.controller)) for r in meta.ownerReferences or ()),
+        labels=meta.labels or _NONE, annotations=meta.annotations or _NONE, settled=settled,
         origin=origin, raw=raw, settled_at=settled_at,
         settled_in=_str(status.admission.clusterQueue) if settled and status and status.admission else None,
         settled_usage=_usage(status.admission.podSetAssignments) if settled and status and status.admission else (),
@@ -264,13 +327,29 @@ def _finished_at_dict(obj: dict[str, Any]) -> str | None:
 
 def _usage(assignments: list[_Assignment] | None) -> Usage:
     out = []
-    for i, a in enumerate(assignments or ()):
+    for a in assignments or ():
         flavors = a.flavors or {}
         for resource, quantity in (a.resourceUsage or {}).items():
             flavor = flavors.get(resource)
             if isinstance(flavor, str) and flavor:
-                out.append((i, flavor, resource, quantity))
-    return tuple(out)
+                out.append((flavor, resource, quantity))
+    usage = tuple(out)
+    return _USAGES.setdefault(usage, usage) if all(isinstance(q, str) for _, _, q in usage) else usage
+
+
+_USAGES: dict[Usage, Usage] = {}
+"""One copy of each distinct admission usage (a cluster's jobs come in a few shapes)."""
+
+
+def _indexed(values: dict[str, str], keys: tuple[str, ...]) -> dict[str, str]:
+    if not values:
+        return _NONE
+    kept = {k: values[k] for k in keys if k in values}
+    return kept or _NONE
+
+
+def _intern(value: Any) -> Any:
+    return intern(value) if isinstance(value, str) else value
 
 
 def _usage_dict(obj: dict[str, Any]) -> Usage:

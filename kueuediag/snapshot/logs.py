@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
+from sys import intern
 from typing import Any
 
 from kueuediag import jsonload
@@ -81,15 +82,26 @@ class LogLine:
     msg: str
     error: str = ""
     stacktrace: str = ""
-    fields: Mapping[str, Any] = field(default_factory=dict)
+    kept_fields: Mapping[str, Any] | None = field(default=None, repr=False)
+    """the structured fields of a console line; None for a JSON line, whose fields are read again from `raw`
+    when asked (`fields`): a production log's fields would otherwise take more memory than the log itself"""
     _refs: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] | None = field(default=None, init=False, repr=False,
                                                                           compare=False)
+
+    @property
+    def fields(self) -> Mapping[str, Any]:
+        """The line's structured fields (everything but level, time, logger, caller, message, error, stack)."""
+        if self.kept_fields is not None:
+            return self.kept_fields
+        if self.format != "json":
+            return {}
+        return _json_fields(self.raw)
 
     def _named(self) -> tuple[tuple[WorkloadRef, ...], tuple[str, ...]]:
         refs = self._refs
         if refs is None:
-            refs = (_workload_refs(self.fields, self.logger), _cq_refs(self.fields, self.logger)) if self.fields \
-                else ((), ())
+            fields = self.fields
+            refs = (_workload_refs(fields, self.logger), _cq_refs(fields, self.logger)) if fields else ((), ())
             object.__setattr__(self, "_refs", refs)  # a cache of what the frozen fields determine
         return refs
 
@@ -230,19 +242,27 @@ def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts:
     # Every key is looked up once (a production log has ~10 of them a line, 100,000s of lines).
     level = _as_text(obj["level"] if "level" in obj else obj.get("L", ""))
     verbosity, severity = _level(level)
-    fields = {k: v for k, v in obj.items() if k not in _CORE_KEYS}
     logger = _as_text(obj["logger"] if "logger" in obj else obj.get("N", ""))
     return LogLine(
         file=path, lineno=lineno, raw=raw, format="json",
         ts=parse_ts(obj["ts"] if "ts" in obj else obj.get("T")) or prefix_ts,
-        level=level, verbosity=verbosity, severity=severity,
-        logger=logger,
-        caller=_as_text(obj["caller"] if "caller" in obj else obj.get("C", "")),
-        msg=_as_text(obj["msg"] if "msg" in obj else obj.get("M", "")),
+        level=intern(level), verbosity=verbosity, severity=severity,
+        logger=intern(logger),
+        caller=intern(_as_text(obj["caller"] if "caller" in obj else obj.get("C", ""))),
+        msg=intern(_as_text(obj["msg"] if "msg" in obj else obj.get("M", ""))),
         error=_as_text(obj.get("error", "")),
         stacktrace=_as_text(obj.get("stacktrace", "")),
-        fields=fields,
     )
+
+
+def _json_fields(raw: str) -> dict[str, Any]:
+    """The fields of a JSON log line, parsed again from the line as written (see `LogLine.kept_fields`)."""
+    m = _TS_PREFIX.match(raw)
+    try:
+        obj = jsonload.loads((raw[m.end():] if m else raw).strip())
+    except (ValueError, RecursionError):
+        return {}
+    return {k: v for k, v in obj.items() if k not in _CORE_KEYS} if isinstance(obj, dict) else {}
 
 
 def _from_console(path: str, lineno: int, raw: str, body: str) -> LogLine | None:
@@ -277,7 +297,7 @@ def _from_console(path: str, lineno: int, raw: str, body: str) -> LogLine | None
     return LogLine(
         file=path, lineno=lineno, raw=raw, format="console", ts=parse_ts(parts[0]),
         level=parts[1].strip(), verbosity=verbosity, severity=severity, logger=logger, caller=caller,
-        msg=msg.strip(), error=error, stacktrace=stack, fields=fields,
+        msg=msg.strip(), error=error, stacktrace=stack, kept_fields=fields,
     )
 
 
