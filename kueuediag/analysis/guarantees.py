@@ -21,10 +21,14 @@ unbroken run of samples in which the unused nominal quota of the chosen flavor c
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
+from typing import Any, overload
 
 from kueuediag.analysis.health import last_spec_change
 from kueuediag.analysis.messages import ReasonKind, parse_pending_message
@@ -194,18 +198,61 @@ def is_pending(w: WorkloadView) -> bool:
 
 Release = tuple[datetime, Held, dict[FlavorResource, Decimal]]
 """(finishing time, the Finished Workload, quota released by it and every newer release)"""
+_CHECKPOINT = 64
+"""a cumulative sum is kept every this many releases; the others are added up from the nearest one"""
 
 
 @dataclass
 class _Releases:
-    """The releases of one ClusterQueue computed so far (newest first) and where the next one starts."""
+    """The releases of one ClusterQueue read so far (newest first), with a cumulative sum every `_CHECKPOINT`."""
 
-    done: list[Release] = field(default_factory=list)
+    entries: list[tuple[datetime, Held, tuple[tuple[FlavorResource, Decimal], ...]]] = field(default_factory=list)
+    checkpoints: list[dict[FlavorResource, Decimal]] = field(default_factory=list)
     next: int = 0
     held: dict[FlavorResource, Decimal] = field(default_factory=lambda: defaultdict(lambda: ZERO))
 
+    def cumulative(self, i: int) -> dict[FlavorResource, Decimal]:
+        base = i - i % _CHECKPOINT
+        out = dict(self.checkpoints[base // _CHECKPOINT])
+        for _, _, usage in self.entries[base + 1:i + 1]:
+            for fr, q in usage:
+                out[fr] = out.get(fr, ZERO) + q
+        return out
 
-def _releases(snap: Snapshot, cq: str, after: datetime) -> list[Release]:
+
+class _ReleaseList(Sequence[Release]):
+    """The first `n` releases of a ClusterQueue (newest first); each cumulative sum is built when asked for (a
+    binary search asks for a handful)."""
+
+    def __init__(self, state: _Releases, n: int) -> None:
+        self._state, self._n = state, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Release: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Release]: ...
+
+    def __getitem__(self, i: int | slice) -> Release | Sequence[Release]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        i %= self._n
+        when, held, _ = self._state.entries[i]
+        return when, held, self._state.cumulative(i)
+
+
+@cache
+def _parsed_usage(usage: tuple[tuple[str, str, Any], ...]) -> tuple[tuple[FlavorResource, Decimal], ...]:
+    """(flavor, resource) → quantity of one admission usage shape (shapes are shared: see `Held.settled_usage`)."""
+    return tuple(((flavor, resource), parse_quantity(q)) for flavor, resource, q in usage)
+
+
+def _releases(snap: Snapshot, cq: str, after: datetime) -> Sequence[Release]:
     """Finished workloads of `cq` that finished after `after`, newest first, each with the cumulative quota
     released from the newest down to it (their status.admission still says what they held).
 
@@ -219,15 +266,28 @@ def _releases(snap: Snapshot, cq: str, after: datetime) -> list[Release]:
         when, held = entries[state.next]
         state.next += 1
         try:
-            usage = [((flavor, resource), parse_quantity(q)) for flavor, resource, q in held.settled_usage]
+            usage = _parsed_usage(held.settled_usage) if _hashable(held.settled_usage) else tuple(
+                ((flavor, resource), parse_quantity(q)) for flavor, resource, q in held.settled_usage)
         except QuantityError:
             continue
         if not usage:
             continue
         for fr, q in usage:
             state.held[fr] += q
-        state.done.append((when, held, dict(state.held)))
-    return [r for r in state.done if r[0] > after]
+        if len(state.entries) % _CHECKPOINT == 0:
+            state.checkpoints.append(dict(state.held))
+        state.entries.append((when, held, usage))
+    # newest first: the releases after `after` are a prefix
+    n = bisect_left(state.entries, -after.timestamp(), key=lambda e: -e[0].timestamp())
+    while n < len(state.entries) and state.entries[n][0] > after:  # equal instants (rounding): not after
+        n += 1
+    while n > 0 and not state.entries[n - 1][0] > after:
+        n -= 1
+    return _ReleaseList(state, n)
+
+
+def _hashable(usage: tuple[tuple[str, str, Any], ...]) -> bool:
+    return all(isinstance(q, str) for _, _, q in usage)
 
 
 def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
