@@ -198,7 +198,7 @@ def is_pending(w: WorkloadView) -> bool:
 
 Release = tuple[datetime, Held, dict[FlavorResource, Decimal]]
 """(finishing time, the Finished Workload, quota released by it and every newer release)"""
-_CHECKPOINT = 64
+_CHECKPOINT = 8
 """a cumulative sum is kept every this many releases; the others are added up from the nearest one"""
 
 

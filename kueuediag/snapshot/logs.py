@@ -67,7 +67,8 @@ class LogLine:
 
     file: str
     lineno: int
-    raw: str
+    text: str
+    """the line, or the whole file it is in (then `start`/`stop` say where): `raw` is the line either way"""
     format: str
     """json | console | klog | text"""
     ts: datetime | None
@@ -87,6 +88,13 @@ class LogLine:
     when asked (`fields`): a production log's fields would otherwise take more memory than the log itself"""
     _refs: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] | None = field(default=None, init=False, repr=False,
                                                                           compare=False)
+    start: int = field(default=0, repr=False)
+    stop: int = field(default=-1, repr=False)
+
+    @property
+    def raw(self) -> str:
+        """The line as written (a slice of its file's text: a snapshot's lines are not kept twice)."""
+        return self.text if self.stop < 0 else self.text[self.start:self.stop]
 
     @property
     def fields(self) -> Mapping[str, Any]:
@@ -204,11 +212,18 @@ def parse_log_text(path: str, text: str, year: int | None = None) -> list[LogLin
     """Parse one log file. `year` completes klog timestamps (which carry none); callers pass the snapshot's
     capture year (the current UTC year is only a fallback)."""
     out: list[LogLine] = []
-    for i, raw in enumerate(text.splitlines(), start=1):
-        line = raw.rstrip("\r")
+    pos = 0
+    for i, chunk in enumerate(text.splitlines(keepends=True), start=1):
+        start, pos = pos, pos + len(chunk)
+        line = chunk.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029").rstrip("\r")
         if not line.strip():
             continue
-        out.append(parse_log_line(path, i, line, year))
+        parsed = parse_log_line(path, i, line, year)
+        # the line's text becomes a slice of the file's (kept by the snapshot anyway), not a copy of it
+        object.__setattr__(parsed, "text", text)
+        object.__setattr__(parsed, "start", start)
+        object.__setattr__(parsed, "stop", start + len(line))
+        out.append(parsed)
     return out
 
 
@@ -234,7 +249,7 @@ def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -
     km = _KLOG.match(stripped)
     if km:
         return _from_klog(path, lineno, line, km, year)
-    return LogLine(file=path, lineno=lineno, raw=line, format="text", ts=prefix_ts, level="", verbosity=None,
+    return LogLine(file=path, lineno=lineno, text=line, format="text", ts=prefix_ts, level="", verbosity=None,
                    severity="text", logger="", caller="", msg=stripped)
 
 
@@ -244,7 +259,7 @@ def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts:
     verbosity, severity = _level(level)
     logger = _as_text(obj["logger"] if "logger" in obj else obj.get("N", ""))
     return LogLine(
-        file=path, lineno=lineno, raw=raw, format="json",
+        file=path, lineno=lineno, text=raw, format="json",
         ts=parse_ts(obj["ts"] if "ts" in obj else obj.get("T")) or prefix_ts,
         level=intern(level), verbosity=verbosity, severity=severity,
         logger=intern(logger),
@@ -295,7 +310,7 @@ def _from_console(path: str, lineno: int, raw: str, body: str) -> LogLine | None
     error = _as_text(fields.pop("error", ""))
     stack = _as_text(fields.pop("stacktrace", ""))
     return LogLine(
-        file=path, lineno=lineno, raw=raw, format="console", ts=parse_ts(parts[0]),
+        file=path, lineno=lineno, text=raw, format="console", ts=parse_ts(parts[0]),
         level=parts[1].strip(), verbosity=verbosity, severity=severity, logger=logger, caller=caller,
         msg=msg.strip(), error=error, stacktrace=stack, kept_fields=fields,
     )
@@ -309,7 +324,7 @@ def _from_klog(path: str, lineno: int, raw: str, m: re.Match[str], year: int | N
                       int(m.group(5)), int(m.group(6)), int((m.group(7) or "0").ljust(6, "0")), tzinfo=UTC)
     except ValueError:
         ts = None
-    return LogLine(file=path, lineno=lineno, raw=raw, format="klog", ts=ts, level=m.group(1), verbosity=0,
+    return LogLine(file=path, lineno=lineno, text=raw, format="klog", ts=ts, level=m.group(1), verbosity=0,
                    severity=sev, logger="klog", caller=m.group(8), msg=m.group(9).strip())
 
 
