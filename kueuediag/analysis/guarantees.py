@@ -83,12 +83,17 @@ class NominalFit:
         return dict(out)
 
 
-def _shape(w: WorkloadView) -> tuple[tuple[object, ...], ...]:
-    """What the fit of a pending workload depends on: pod sets' counts, requests and placement constraints."""
-    spec_keys = ("nodeSelector", "affinity", "tolerations")
-    return tuple(
-        (ps.name, ps.count, tuple(sorted(ps.requests.items())), repr([ps.spec.get(k) for k in spec_keys]))
-        for ps in w.pod_sets)
+def _shape(snap: Snapshot, w: WorkloadView) -> tuple[tuple[object, ...], ...]:
+    """What the fit of a pending workload depends on: pod sets' counts, requests and placement constraints
+    (worked out once per view: every fit, probe and violation of the workload asks)."""
+    shapes: dict[int, tuple[tuple[object, ...], ...]] = snap.memo("guarantees:shapes", dict)
+    shape = shapes.get(id(w))
+    if shape is None:
+        spec_keys = ("nodeSelector", "affinity", "tolerations")
+        shape = shapes[id(w)] = tuple(
+            (ps.name, ps.count, tuple(sorted(ps.requests.items())), repr([ps.spec.get(k) for k in spec_keys]))
+            for ps in w.pod_sets)
+    return shape
 
 
 def pending_fit(snap: Snapshot, w: WorkloadView,
@@ -98,7 +103,7 @@ def pending_fit(snap: Snapshot, w: WorkloadView,
     if w.holds_quota:
         return workload_fit(snap, w)
     cq = cluster_queue_of(kueue_index(snap), w)
-    key = shape if shape is not None else _shape(w)
+    key = shape if shape is not None else _shape(snap, w)
     return snap.memo(("guarantees:fit", cq, key), lambda: workload_fit(snap, w))
 
 
@@ -110,7 +115,7 @@ def nominal_fit(snap: Snapshot, w: WorkloadView,
     None when the workload has no known ClusterQueue."""
     if extra_usage is None and not w.holds_quota:
         cq = cluster_queue_of(kueue_index(snap), w)
-        shape = _shape(w)
+        shape = _shape(snap, w)
         return snap.memo(("guarantees:nominal-fit", cq, shape), lambda: _nominal_fit(snap, w, {}, shape))
     return _nominal_fit(snap, w, extra_usage or {})
 
@@ -128,7 +133,7 @@ def _nominal_fit(snap: Snapshot, w: WorkloadView, extra: dict[FlavorResource, De
                                                f"by ClusterQueue {fit.cluster_queue}")
         for group in ps.groups:
             picked = None
-            best_miss: tuple[Decimal, str] | None = None
+            best_miss: tuple[Decimal, str, Decimal, str, Decimal] | None = None
             for ff in group.flavors:
                 if not ff.eligible:
                     continue
@@ -139,16 +144,18 @@ def _nominal_fit(snap: Snapshot, w: WorkloadView, extra: dict[FlavorResource, De
                     if rf.request > unused:
                         ok = False
                         miss = rf.request - unused
-                        text = (f"needs {format_quantity(rf.request, rf.resource)} {rf.resource} in flavor "
-                                f"{ff.flavor}, {format_quantity(max(ZERO, unused), rf.resource)} unused in "
-                                f"nominal quota")
                         if best_miss is None or miss < best_miss[0]:
-                            best_miss = (miss, text)
+                            best_miss = (miss, rf.resource, rf.request, ff.flavor, unused)
                 if ok:
                     picked = ff
                     break
             if picked is None:
-                why = best_miss[1] if best_miss else "no flavor it may use (nodeLabels/nodeTaints)"
+                if best_miss is None:
+                    why = "no flavor it may use (nodeLabels/nodeTaints)"
+                else:
+                    _, resource, request, flavor, unused = best_miss
+                    why = (f"needs {format_quantity(request, resource)} {resource} in flavor {flavor}, "
+                           f"{format_quantity(max(ZERO, unused), resource)} unused in nominal quota")
                 return NominalFit(False, shortfall=f"pod set {ps.pod_set}: {why}")
             for rf in picked.resources:
                 assigned[(picked.flavor, rf.resource)] += rf.request
@@ -345,10 +352,10 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
         # Adding back more released quota can only make the fit worse: binary-search the first release
         # (newest first) without which the workload would not have fitted.
         lo, hi = 0, len(releases)
+        shape = _shape(snap, w)
         while lo < hi:
             mid = (lo + hi) // 2
-            again = nominal_fit(snap, w, releases[mid][2])
-            if again is not None and not again.fits:
+            if _fails_without(snap, w, cq, shape, releases, mid):
                 hi = mid
             else:
                 lo = mid + 1
@@ -367,6 +374,18 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     seconds = snap.age_seconds(since) if since is not None else None
     return Violation(w, cq, fit, since0, source0, since, source, seconds, tuple(notes), tuple(selectors),
                      released_by)
+
+
+def _fails_without(snap: Snapshot, w: WorkloadView, cq: str, shape: tuple[tuple[object, ...], ...],
+                   releases: Sequence[Release], i: int) -> bool:
+    """Would `w` not fit with releases 0..i (newest first) still held? The same for every pending workload of
+    the same shape in `cq` (release i is the same Workload for all of them): memoised on that."""
+
+    def probe() -> bool:
+        again = nominal_fit(snap, w, releases[i][2])
+        return again is not None and not again.fits
+
+    return snap.memo(("guarantees:fails-without", cq, shape, i), probe)
 
 
 def fit_cq(snap: Snapshot, w: WorkloadView) -> str:

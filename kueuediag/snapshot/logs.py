@@ -212,6 +212,7 @@ def parse_log_text(path: str, text: str, year: int | None = None) -> list[LogLin
     """Parse one log file. `year` completes klog timestamps (which carry none); callers pass the snapshot's
     capture year (the current UTC year is only a fallback)."""
     out: list[LogLine] = []
+    _NAMED.clear()  # shared refs are shared within one file (a long-running watch would keep every name)
     pos = 0
     for i, chunk in enumerate(text.splitlines(keepends=True), start=1):
         start, pos = pos, pos + len(chunk)
@@ -258,7 +259,7 @@ def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts:
     level = _as_text(obj["level"] if "level" in obj else obj.get("L", ""))
     verbosity, severity = _level(level)
     logger = _as_text(obj["logger"] if "logger" in obj else obj.get("N", ""))
-    return LogLine(
+    line = LogLine(
         file=path, lineno=lineno, text=raw, format="json",
         ts=parse_ts(obj["ts"] if "ts" in obj else obj.get("T")) or prefix_ts,
         level=intern(level), verbosity=verbosity, severity=severity,
@@ -268,6 +269,17 @@ def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts:
         error=_as_text(obj.get("error", "")),
         stacktrace=_as_text(obj.get("stacktrace", "")),
     )
+    # What the line names is worked out now, while the parsed line is at hand (its fields are not kept, see
+    # kept_fields); none of the keys naming objects is a core key, so the whole object serves as the fields.
+    named = (_workload_refs(obj, logger), _cq_refs(obj, logger))
+    object.__setattr__(line, "_refs", _NAMED.setdefault(named, named) if named != _NAMED_NONE else _NAMED_NONE)
+    return line
+
+
+_NAMED_NONE: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] = ((), ())
+_NAMED: dict[tuple[tuple[WorkloadRef, ...], tuple[str, ...]], tuple[tuple[WorkloadRef, ...], tuple[str, ...]]] = {}
+"""One copy of each distinct (workloads, cluster queues) a line names: a log names the same few thousand
+objects over and over."""
 
 
 def _json_fields(raw: str) -> dict[str, Any]:
