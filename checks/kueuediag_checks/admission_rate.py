@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from kueuediag.analysis.admission_rates import Rates, Trickle, admission_rates, detect_trickle, sparkline
+from kueuediag.analysis.admission_rates import Rates, Trickle, admission_rates, sparkline
 from kueuediag.analysis.health import controller_activity
 from kueuediag.analysis.preemption_victims import Victim, blocked_heads, preemption_victims, victims_of
 from kueuediag.analysis.quota_summary import cq_quotas
@@ -87,8 +87,7 @@ class AdmissionRate(Check):
         window = parse_duration(str(self.opts["window"])).total_seconds()
         stall = parse_duration(str(self.opts["stall_window"])).total_seconds()
         rates = admission_rates(snapshot, cq, window)
-        spark = {"admissions": sparkline(rates.buckets(rates.admission_times)),
-                 "preemptions": sparkline(rates.buckets(rates.preemption_times))}
+        spark = rates.sparklines
         data: dict[str, Any] = {
             "cluster_queue": cq, "source": rates.source, "window_seconds": round(rates.window),
             "step_seconds": round(rates.step), "admissions": len(rates.admission_times),
@@ -97,8 +96,8 @@ class AdmissionRate(Check):
             "pending": rates.pending_by_cq.get(cq), "attempts": rates.attempts, "sparklines": spark,
             "cluster_sparklines": _cluster_sparklines(snapshot, rates),
         }
-        trickle = detect_trickle(rates.admission_times, min_events=int(self.opts["min_admissions"]),
-                                 min_gap=float(self.opts["min_gap_seconds"]), max_cv=float(self.opts["max_cv"]))
+        trickle = rates.trickle(min_events=int(self.opts["min_admissions"]),
+                                min_gap=float(self.opts["min_gap_seconds"]), max_cv=float(self.opts["max_cv"]))
         found = None
         # A trickle that ended more than a stall window ago is history: the stall after it is the news.
         trickle_is_current = trickle is not None and bool(rates.admission_times) and \

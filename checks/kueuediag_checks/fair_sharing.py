@@ -10,6 +10,7 @@ from kueuediag.analysis.fair_sharing import (
     DRS,
     MAX_INT64,
     FairShareTree,
+    FSNode,
     NodeKey,
     ShareRounding,
     fair_sharing_config,
@@ -95,7 +96,9 @@ class FairSharing(Check):
     def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
         cfg = fair_sharing_config(snapshot)
         tree = fair_sharing_tree(snapshot)
-        reported = {k: n for k, n in tree.nodes.items() if n.reported is not None}
+        reported, rounding, anomalies = snapshot.memo(
+            ("KD103:anomalies", self.opts["tolerance_ratio"], self.opts["tolerance_absolute"]),
+            lambda: self._anomalies(snapshot, tree))
         if cfg.enabled is False and not reported:
             return CheckResult.not_applicable("fair sharing is disabled in the Kueue configuration")
         if not reported:
@@ -108,16 +111,6 @@ class FairSharing(Check):
             # Kueue writes status.fairSharing only when fair sharing is on: none anywhere means it is off.
             return CheckResult.not_applicable(
                 f"fair sharing is not enabled: no ClusterQueue or Cohort reports status.fairSharing ({cfg.source})")
-        version = kueue_version(snapshot)
-        rounding = share_rounding(version.parsed)
-        if rounding is ShareRounding.UNKNOWN and version_floor(snapshot):
-            rounding = share_rounding(version_floor(snapshot))
-        anomalies: dict[str, list[_Anomaly]] = {}
-        for key, node in sorted(reported.items()):
-            found = self._anomaly(tree, key, node.reported or 0, rounding)
-            if found is not None:
-                root = tree.root_of(node).name
-                anomalies.setdefault(root, []).append(found)
         target_root = self._target_root(snapshot, tree, target)
         findings = []
         for root, items in sorted(anomalies.items()):
@@ -127,6 +120,21 @@ class FairSharing(Check):
             field="status.fairSharing.weightedShare"))
 
     # --- detection ---------------------------------------------------------------------------------------
+    def _anomalies(self, snap: Snapshot, tree: FairShareTree) -> tuple[
+            dict[NodeKey, FSNode], ShareRounding, dict[str, list[_Anomaly]]]:
+        """The nodes reporting a share, the version's rounding, and the anomalies by cohort root: the same for
+        every target, so `run` reads them once per snapshot (and tolerances)."""
+        reported = {k: n for k, n in tree.nodes.items() if n.reported is not None}
+        rounding = share_rounding(kueue_version(snap).parsed)
+        if rounding is ShareRounding.UNKNOWN and version_floor(snap):
+            rounding = share_rounding(version_floor(snap))
+        anomalies: dict[str, list[_Anomaly]] = {}
+        for key, node in sorted(reported.items()):
+            found = self._anomaly(tree, key, node.reported or 0, rounding)
+            if found is not None:
+                anomalies.setdefault(tree.root_of(node).name, []).append(found)
+        return reported, rounding, anomalies
+
     def _anomaly(self, tree: FairShareTree, key: NodeKey, reported: int,
                  rounding: ShareRounding) -> _Anomaly | None:
         drs = tree.drs(*key)

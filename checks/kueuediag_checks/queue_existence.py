@@ -14,7 +14,7 @@ from kueuediag.analysis.kueue_config import (
     namespace_labels,
     selector_str,
 )
-from kueuediag.analysis.queue_route import QueueRoute, queue_route
+from kueuediag.analysis.queue_route import QueueRoute, local_queue_names, queue_route
 from kueuediag.causes import CauseSlug
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.snapshot.k8s import label_selector_matches, labels, meta
@@ -292,7 +292,7 @@ class QueueExistence(SubmissionCheck):
         owner_labels = labels(owner)
         queue = owner_labels.get(QUEUE_LABEL)
         idx = kueue_index(snap)
-        ns_queues = sorted(lq.name for (lns, _), lq in idx.local_queues.items() if lns == ns)
+        ns_queues = local_queue_names(snap, ns)
         if not queue and not cfg.manage_jobs_without_queue_name:
             default_lq = idx.local_queues.get((ns, "default"))
             created = parse_time_lenient(m.get("creationTimestamp"))
@@ -459,7 +459,7 @@ class QueueExistence(SubmissionCheck):
         route = queue_route(snap, w, p.pm)
         wl_ev = qr_evidence(w, qr)
         out: list[Finding] = []
-        ns_queues = sorted(lq.name for (lns, _), lq in idx.local_queues.items() if lns == w.namespace)
+        ns_queues = local_queue_names(snap, w.namespace)
         if route.state == "lq-unknown":
             return from_message(self, p, ("clusterqueue-missing",), "LocalQueue")
         if route.state == "no-queue-name":

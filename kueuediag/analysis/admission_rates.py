@@ -19,10 +19,12 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cached_property
 
 from kueuediag.analysis.preemption_victims import preemption_victims
 from kueuediag.snapshot.kueue import (
@@ -81,7 +83,8 @@ class Rates:
     end: float
     step: float
     admission_times: list[float]
-    """target ClusterQueue, one entry per admission (repeated for several at one sample)"""
+    """target ClusterQueue, one entry per admission (repeated for several at one sample); this and every other
+    time list of a Rates is sorted ascending"""
     preemption_times: list[float]
     """preemptions issued on behalf of the target ClusterQueue"""
     all_admission_times: list[float]
@@ -95,6 +98,24 @@ class Rates:
     """admission attempts in the window by result (metrics only)"""
     queries: list[str] = field(default_factory=list)
     """the metric selectors (or object fields) the numbers come from"""
+
+    _trickles: dict[tuple[int, float, float], Trickle | None] = field(default_factory=dict, repr=False,
+                                                                       compare=False)
+
+    @cached_property
+    def sparklines(self) -> dict[str, str]:
+        """The target ClusterQueue's admission and preemption sparklines over the window. A Rates is memoised
+        per ClusterQueue and window, so every pending workload of the queue shares them."""
+        return {"admissions": sparkline(self.buckets(self.admission_times)),
+                "preemptions": sparkline(self.buckets(self.preemption_times))}
+
+    def trickle(self, *, min_events: int, min_gap: float, max_cv: float) -> Trickle | None:
+        """`detect_trickle` over the target ClusterQueue's admissions, once per Rates and thresholds."""
+        key = (min_events, min_gap, max_cv)
+        if key not in self._trickles:
+            self._trickles[key] = detect_trickle(self.admission_times, min_events=min_events, min_gap=min_gap,
+                                                 max_cv=max_cv)
+        return self._trickles[key]
 
     def buckets(self, times: Sequence[float]) -> list[int]:
         n = max(1, math.ceil((self.end - self.start) / self.step - 1e-9))
@@ -122,7 +143,9 @@ class Rates:
         return since
 
     def count_since(self, times: Sequence[float], since: float) -> int:
-        return sum(1 for t in times if since < t <= self.end)
+        """Events of `times` (one of this Rates' time lists: sorted ascending) in (`since`, end]: two binary
+        searches, so counting the cluster's admissions costs nothing per target."""
+        return max(0, bisect_right(times, self.end) - bisect_right(times, since))
 
     @property
     def window(self) -> float:

@@ -29,6 +29,21 @@ def collected(snap: Snapshot, kind: str, namespace: str | None) -> bool:
     return in_scope
 
 
+def local_queue_names(snap: Snapshot, namespace: str) -> list[str]:
+    """The LocalQueues of `namespace`, by name: what a route that names a missing queue suggests instead.
+
+    Indexed by namespace once per snapshot, so a pending workload costs its namespace, not every LocalQueue.
+    """
+
+    def build() -> dict[str, list[str]]:
+        by_ns: dict[str, list[str]] = {}
+        for (ns, _), lq in kueue_index(snap).local_queues.items():
+            by_ns.setdefault(ns, []).append(lq.name)
+        return {ns: sorted(names) for ns, names in by_ns.items()}
+
+    return list(snap.memo("queue-route:local-queue-names", build).get(namespace, ()))
+
+
 @dataclass(frozen=True)
 class QueueRoute:
     """Where the Workload's queue route ends.

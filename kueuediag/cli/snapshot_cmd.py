@@ -60,6 +60,12 @@ def register(app: typer.Typer) -> None:
             help="With --redact: where to write the pseudonym map (default: beside the "
             "snapshot, <output>.redaction-map.json; never inside it). Keep it private.",
         ),
+        pending_positions: bool = typer.Option(
+            False,
+            "--pending-positions",
+            help="Also record the visibility API's pending positions of every queue with pending work (one "
+            "request per queue; `why --from` orders a queue from its Workloads without them).",
+        ),
         config: Path | None = opt.CONFIG,
         verbose: bool | None = typer.Option(None, "-v", "--verbose", help="Print every request and the totals."),
         cluster: dict[str, Any] | None = None,
@@ -85,6 +91,7 @@ def register(app: typer.Typer) -> None:
                 settings, namespaces[0] if namespaces and len(namespaces) == 1 else None, progress, "6h"
             )
             opts.started = started
+            opts.pending_positions = pending_positions
             result = take_snapshot(
                 target,
                 opts,

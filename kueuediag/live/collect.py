@@ -506,9 +506,11 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
         c.nodes_and_bound_pods(None)
         cq_names = {n for (k, _, n) in c.objects if k == "ClusterQueue"}
         c.cluster_scoped_events("ClusterQueue", cq_names)
-    # The visibility API answers per queue: ask only about queues that report pending workloads.
-    c.visibility({n for (k, _, n), o in c.objects.items() if k == "ClusterQueue" and _has_pending(o)},
-                 {(str(ns), n) for (k, ns, n), o in c.objects.items() if k == "LocalQueue" and _has_pending(o)})
+    # The visibility API answers per queue (one request each): only when asked, and only about queues that
+    # report pending workloads. `why --from` orders the queue from the Workloads themselves without it.
+    if options.pending_positions:
+        c.visibility({n for (k, _, n), o in c.objects.items() if k == "ClusterQueue" and _has_pending(o)},
+                     {(str(ns), n) for (k, ns, n), o in c.objects.items() if k == "LocalQueue" and _has_pending(o)})
     c.controller()
     _metrics(c, options)
     c.options.verbose_line(f"kueuediag: {client.stats.summary()}")

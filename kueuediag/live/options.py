@@ -49,6 +49,9 @@ class LiveOptions:
     """range-query step; default: since/120, at least 30s"""
     save: str | None = None
     """live `why --save PATH`: also write what was collected (directory or .tar.gz)"""
+    pending_positions: bool = False
+    """`snapshot --pending-positions`: also ask the visibility API for the pending positions of every queue that
+    reports pending work (one request per queue); live `why` always asks about the target's two queues"""
     progress: Callable[[str], None] | None = None
     report: Callable[[str], None] | None = None
     started: float = field(default_factory=time.monotonic)

@@ -245,10 +245,26 @@ def test_snapshot_request_count_is_bounded_for_a_large_cluster(api_server: Serve
         kinds[o["kind"]] = kinds.get(o["kind"], 0) + 1
     assert kinds["Workload"] == 2401 and kinds["Node"] == 300 and kinds["Pod"] == 1200 and kinds["Job"] == 2401
     assert {r.method for r in reqs} == {"GET"}
-    # 40 ClusterQueues and 40 LocalQueues report pending work: one visibility request each, nothing per object
-    visibility = [r for r in reqs if r.path.startswith("/apis/visibility")]
+    # nothing per object, and no per-queue visibility request unless asked (--pending-positions)
+    assert not [r.path for r in reqs if r.path.startswith("/apis/visibility")]
+    assert "PendingWorkloadsSummary" not in kinds
+    assert len(reqs) <= 40, [r.path for r in reqs]
+
+
+def test_snapshot_pending_positions_asks_once_per_queue_with_pending_work(api_server: ServerFactory,
+                                                                          tmp_path: Path) -> None:
+    from kueuediag.live import take_snapshot
+
+    big = large(namespaces=40, workloads_per_ns=60, nodes=300, pods_per_node=4)
+    with api_server(objects=big, logs={}, secrets=False) as srv:
+        result = take_snapshot(tmp_path / "big.tar.gz", opts(srv, tmp_path, pending_positions=True))
+        reqs = list(srv.cluster.requests)
+    # 40 ClusterQueues and 40 LocalQueues report pending work: one visibility request each (plus discovery)
+    visibility = [r.path for r in reqs if r.path.startswith("/apis/visibility")]
     assert len(visibility) == 1 + 40 + 40
-    assert len(reqs) - len(visibility) <= 40, [r.path for r in reqs]
+    assert len(set(visibility)) == len(visibility)
+    summaries = [o for o in result.raw.objects if o["kind"] == "PendingWorkloadsSummary"]
+    assert len(summaries) == 80 and all(s["items"] for s in summaries)
 
 
 def test_workload_owned_by_a_secret_degrades_only_that_owner(api_server: ServerFactory, live_raw: Any,

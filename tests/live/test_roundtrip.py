@@ -142,7 +142,8 @@ def test_snapshot_command(api_server: ServerFactory, tmp_path: Path) -> None:
         kc = srv.kubeconfig(tmp_path)
         res = CliRunner().invoke(app, ["snapshot", "-o", str(out), "-n", "team-a", "-n", "team-b",
                                        "--kubeconfig", str(kc), "--since", "6h", "--redact",
-                                       "--redact-map", str(tmp_path / "m.json"), "--timeout", "30"])
+                                       "--redact-map", str(tmp_path / "m.json"), "--timeout", "30",
+                                       "--pending-positions"])
         bad = CliRunner().invoke(app, ["snapshot", "-n", "x", "-A", "--kubeconfig", str(kc)])
     assert res.exit_code == 0, res.output
     assert res.stdout.strip() == str(out)
@@ -150,6 +151,8 @@ def test_snapshot_command(api_server: ServerFactory, tmp_path: Path) -> None:
     snap = load_snapshot(str(out))
     assert snap.manifest.namespaces is not None and len(snap.manifest.namespaces) == 2
     assert not any(o["metadata"].get("namespace") == "batch-misc" for o in snap.of_kind("Pod"))
+    # --pending-positions: the visibility API's answer for the queues that report pending work (redacted names)
+    assert [len(o["items"]) for o in snap.of_kind("PendingWorkloadsSummary")] == [1, 1]
     assert bad.exit_code == 2 and "either -n NAMESPACE or -A" in bad.stderr
 
 
@@ -168,6 +171,7 @@ def test_cli_live_why_and_snapshot_then_why_from(api_server: ServerFactory, tmp_
         snap = runner.invoke(app, ["snapshot", "-A", "-o", str(out), "--kubeconfig", kc])
     assert live.exit_code == 0, live.output
     assert snap.exit_code == 0, snap.output
+    assert not load_snapshot(str(out)).of_kind("PendingWorkloadsSummary")  # not asked: --pending-positions
     replay = runner.invoke(app, ["why", TARGET, "-n", NS, "--from", str(out), "--now", now, "-o", "json"])
     saved = runner.invoke(app, ["why", TARGET, "-n", NS, "--from", str(tmp_path / "saved"), "--now", now,
                                 "-o", "json"])
