@@ -185,8 +185,15 @@ _RFC3339 = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d+
 def parse_ts(value: Any) -> datetime | None:
     """RFC3339(Nano) string or float/int epoch seconds (zap's EpochTimeEncoder)."""
     if isinstance(value, str):
+        if len(value) >= 20 and value[-1] in "Zz" and value[16] == ":" and value[13] == ":" and value[10] in "Tt ":
+            try:  # the common case, a zap ISO8601 time in UTC: C code, a tenth of the time of the regex below
+                parsed = datetime.fromisoformat(value)
+                if parsed.tzinfo is UTC and parsed.second == int(value[17:19]):
+                    return parsed
+            except ValueError:
+                pass
         m = _RFC3339.match(value)
-        if m:  # the common UTC case, without the general parser's per-character work
+        if m:  # the UTC forms, without the general parser's per-character work
             try:
                 return datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)),
                                 int(m.group(5)), int(m.group(6)), int((m.group(7) or "0")[:6].ljust(6, "0")),
