@@ -244,12 +244,15 @@ def generated_pages() -> dict[str, str]:
 
 
 def generated_files() -> dict[str, str]:
-    """Every generated file, by path relative to the repository root: the docs pages and the built-in checks'
-    catalogue that `kueuediag checks` lists without importing them (kueuediag/data/checks.json)."""
+    """Every generated file, by path relative to the repository root: the docs pages, the built-in checks'
+    catalogue that `kueuediag checks` lists without importing them (kueuediag/data/checks.json) and the JSON copy
+    of the data tables (kueuediag/data/tables.json, see kueuediag.datafile)."""
+    from kueuediag.datafile import COMPILED, compiled_text
     from kueuediag.registry import CATALOGUE, builtin, catalogue_text
 
     files = {f"docs/{rel}": text for rel, text in generated_pages().items()}
     files[f"kueuediag/data/{CATALOGUE}"] = catalogue_text(builtin())
+    files[f"kueuediag/data/{COMPILED}"] = compiled_text()
     return files
 
 

@@ -159,6 +159,51 @@ def test_snapshot_path_does_not_import_kubernetes() -> None:
     assert "HEAVY=\n" in out.stdout + "\n"
 
 
+SNAPSHOT_WHY_MUST_NOT_IMPORT = (
+    "kubernetes", "prometheus_api_client", "urllib3", "requests", "pandas",  # live collection only
+    "rich", "markdown_it", "pygments",  # terminal rendering only: -o json prints no table
+)
+"""what a diagnosis read from a snapshot, printed as JSON, must not import (issue 11, cold start)"""
+
+
+@pytest.mark.parametrize("source", ["example:fair-sharing-anomaly", str(BASIC)], ids=["example", "directory"])
+def test_snapshot_json_why_does_not_import_live_or_terminal_modules(source: str) -> None:
+    """Through the real console entry: the verdict is printed whole, and no module of the live collectors or of
+    the terminal renderer was imported for it."""
+    target = ["job/rlhf-ppo-70b-r3", "-n", "team-alignment"] if source.startswith("example:") else [
+        "job/resnet-train", "-n", "team-a"]
+    code = (
+        "import atexit, sys\n"
+        f"heavy = {SNAPSHOT_WHY_MUST_NOT_IMPORT!r}\n"
+        "def report():\n"
+        "    loaded = sorted({h for h in heavy for m in sys.modules if m == h or m.startswith(h + '.')})\n"
+        "    sys.stderr.write('HEAVY=' + ','.join(loaded) + '\\n')\n"
+        "atexit.register(report)\n"
+        f"sys.argv = ['kueuediag', 'why', *{target!r}, '--from', {source!r}, '-o', 'json', '--exit-zero']\n"
+        "from kueuediag.cli import main\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["verdict"]["cause"]
+    assert out.stderr.strip().splitlines()[-1] == "HEAVY="
+
+
+def test_option_values_are_coerced_as_typer_coerces_them() -> None:
+    """Options the command line leaves unset build no coercion (cli._deferred_coercion); a value that is given
+    is converted and refused exactly as Typer's own coercion does."""
+    bad = subprocess.run([sys.executable, "-m", "kueuediag", "why", "x", "--width", "abc"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == ("kueuediag: error: Invalid value for '--width': Input should be a valid integer, "
+                                  "unable to parse string as an integer (see 'kueuediag why --help')")
+    ok = subprocess.run([sys.executable, "-m", "kueuediag", "why", "job/resnet-train", "-n", "team-a", "--from",
+                         str(BASIC), "--width", "100", "--timeout", "2.5", "-o", "JSON", "--exit-zero"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["workload"]["owner"] == {"kind": "Job", "name": "resnet-train"}
+
+
 def test_process_exit_skips_teardown_but_keeps_output_and_exit_codes(tmp_path: Path) -> None:
     """The console entry ends the process without freeing the object graph: stdout must still be complete,
     stderr flushed, and every documented exit code kept."""

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any
 
 from kueuediag.analysis.versions import Version, parse_version
@@ -130,13 +130,20 @@ class CatalogEntry:
     kind: ReasonKind
     cause: str
     template: str
-    pattern: re.Pattern[str]
+    regex: str
+    """the pattern's source text; `pattern` compiles it on first use"""
     example: str
     source: str
     since: str
     until: str
     absent: tuple[str, ...] = ()
     note: str = ""
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled pattern, compiled on first use: a run matches messages against a few of the ~130
+        templates, and compiling all of them was ~10 ms of a small `why` (issue 11, cold start)."""
+        return re.compile(self.regex)
 
     def exists_in(self, version: str | Version | None) -> bool | None:
         """Whether Kueue `version` (``v0.15.2``, ``v0.15``) writes this message; None when the version is unknown."""
@@ -163,7 +170,7 @@ def _entry(raw: dict[str, Any]) -> CatalogEntry:
         kind=ReasonKind(str(raw["kind"])),
         cause=str(raw["cause"]),
         template=str(raw["template"]),
-        pattern=re.compile(str(raw["pattern"])),
+        regex=str(raw["pattern"]),
         example=str(raw["example"]),
         source=str(raw["source"]),
         since=str(versions["since"]),

@@ -8,6 +8,8 @@ snapshot-only runs stay fast. The same app runs as `kueuediag` and as the kubect
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import typer
@@ -50,17 +52,20 @@ class _RootGroup(TyperGroup):
 
 
 def _spare_coercion(params: list[Any]) -> None:
-    """Unexposed flags given no value read as False (not coerced at all), and plain `str` parameters pass their
-    value through unchanged — what pydantic's str validation does with the strings a command line holds.
+    """Unexposed flags given no value read as False (not coerced at all), plain `str` parameters pass their
+    value through unchanged — what pydantic's str validation does with the strings a command line holds — and
+    every other parameter builds Typer's coercion only when it has a value to coerce (`_deferred_coercion`).
 
-    Uses Typer's own pass-through coercion; with a Typer that has none (older or newer internals), the
-    parameters are left as they are and Typer coerces them as usual.
+    Uses Typer's own coercion classes; with a Typer that has none (older or newer internals), the parameters are
+    left as they are and Typer coerces them as usual.
     """
     pass_through: Any = None
+    deferred: Any = None
     try:
         from typer._coercion import PassThroughRuntimeParam
 
         pass_through = PassThroughRuntimeParam
+        deferred = _deferred_coercion()
     except ImportError:  # pragma: no cover - depends on the Typer version
         pass
     for param in params:
@@ -76,8 +81,37 @@ def _spare_coercion(params: list[Any]) -> None:
                                                     or desc.is_path or desc.is_datetime)
             if plain:
                 param._runtime_param = pass_through(annotation=str, parameter_info=desc.parameter_info)
+            else:
+                param._runtime_param = deferred(annotation=desc.annotation, parameter_info=desc.parameter_info,
+                                                descriptor=desc)
         except (AttributeError, TypeError):  # pragma: no cover - other Typer internals: leave it to Typer
             continue
+
+
+@cache
+def _deferred_coercion() -> type[Any]:
+    """A Typer runtime parameter that builds Typer's own coercion for its parameter on the first value to coerce.
+
+    Typer builds a pydantic TypeAdapter per parameter before it looks at the value, also for an option the
+    command line leaves unset, whose value (None, or () for a multi-value option) `RuntimeParam.coerce` answers
+    without coercing. `why` has ~15 such options; their adapters were ~20 ms of a small diagnosis. A value that
+    is given goes through exactly the coercion Typer would have built (same conversions, same error messages).
+    Raises ImportError when this Typer has no such internals.
+    """
+    from typer._coercion import RuntimeParam, build_runtime_param
+
+    @dataclass(frozen=True)
+    class DeferredRuntimeParam(RuntimeParam):
+        descriptor: Any = None
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            built = self.__dict__.get("_built")
+            if built is None:
+                built = build_runtime_param(self.descriptor)
+                object.__setattr__(self, "_built", built)
+            return built._coerce_value(value, param=param, ctx=ctx)
+
+    return DeferredRuntimeParam
 
 
 def build_app() -> typer.Typer:
