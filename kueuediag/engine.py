@@ -198,10 +198,14 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
 
 
 def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings,
-             verify_fixes: bool = True) -> Verdict:
+             verify_fixes: bool = True, checks: Sequence[Check] | None = None) -> Verdict:
     """Run the checks, merge and rank the findings, and check every patch-backed fix against a patched copy of
-    the snapshot (kueuediag.fixes) so that only fixes that help are printed."""
-    checks = select_checks(classes, settings)
+    the snapshot (kueuediag.fixes) so that only fixes that help are printed.
+
+    `checks` is `select_checks(classes, settings)` when the caller diagnoses many targets with the same
+    settings (`health`): checks keep nothing between runs, so one selection serves every target."""
+    if checks is None:
+        checks = select_checks(classes, settings)
     cls_map = {c.code: type(c) for c in checks}
     runs = [run_configured(check, snap, target, settings) for check in checks]
     merged = merge_runs(runs, {c.slug: c.owner for c in all_causes()})

@@ -24,6 +24,7 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 
 from kueuediag.models import Finding, Fix, FixStatus, Patch
@@ -161,8 +162,12 @@ def parse_command(cmd: str) -> Patch | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def classify(text: str) -> Fix:
-    """A text-only remediation → a Fix with an honest status (see the module docstring)."""
+    """A text-only remediation → a Fix with an honest status (see the module docstring).
+
+    Pure and its Fix frozen, so it is cached: `health --all-pending` verifies the same remediation texts (a
+    queue's commands, the recipes) for thousands of workloads."""
     stop_gap = text.lower().startswith("stop-gap")
     cmds = commands_in(text)
     verbs = {m.group(1) for c in cmds for m in [_KUBECTL.match(c.strip())] if m}

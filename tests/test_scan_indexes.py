@@ -11,18 +11,24 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from kueuediag_checks.log_patterns import queue_context
 
 from kueuediag.analysis.admission_rates import admission_rates, detect_trickle, sparkline
-from kueuediag.analysis.queue_order import pending_queue
+from kueuediag.analysis.queue_ahead import ahead_of, fits_after, namespace_mismatch
+from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
 from kueuediag.analysis.queue_route import local_queue_names
+from kueuediag.analysis.quota_fit import workload_fit
+from kueuediag.analysis.signatures import SignatureHit, hits_concerning
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
+from kueuediag.models import Severity
 from kueuediag.registry import discover
 from kueuediag.render.json_out import render_json
-from kueuediag.snapshot.kueue import kueue_index, workloads_by_cluster_queue
+from kueuediag.snapshot.kueue import WorkloadView, kueue_index, workloads, workloads_by_cluster_queue
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import resolve
@@ -85,6 +91,84 @@ def test_local_queue_names_equal_a_scan_of_every_local_queue(bench_dir: Path) ->
             direct = sorted(lq.name for (lns, _), lq in idx.local_queues.items() if lns == ns)
             assert local_queue_names(snap, ns) == direct
         assert local_queue_names(snap, "no-such-namespace") == []
+
+
+def _direct_walk(snap: Snapshot, cq: str, position: int) -> tuple[list[str], dict[object, Decimal], str | None]:
+    """The walk over the workloads ahead of `position`, done for that position alone."""
+    strict = kueue_index(snap).cluster_queues[cq].queueing_strategy == "StrictFIFO"
+    consumed: dict[object, Decimal] = {}
+    fitting: list[QueueEntry] = []
+    for e in pending_queue(snap, cq)[: position - 1]:
+        if e.workload.requeue_at is not None and e.workload.requeue_at > snap.now:
+            continue
+        fit = workload_fit(snap, e.workload, cq)
+        if fit is None:
+            continue
+        if e.sticky or fits_after(fit, consumed):
+            fitting.append(e)
+            for _, ff in fit.chosen():
+                for r in ff.resources:
+                    consumed[(ff.flavor, r.resource)] = consumed.get((ff.flavor, r.resource), Decimal(0)) + r.request
+        elif strict and not namespace_mismatch(e):
+            return [f.workload.ref() for f in fitting], consumed, e.workload.ref()
+    return [f.workload.ref() for f in fitting], consumed, None
+
+
+@pytest.mark.parametrize("fixture", ["queue-strictfifo", "queue-priority", "queue-problems", "bench"])
+def test_queue_walk_and_entries_equal_a_walk_per_position(fixture: str, bench_dir: Path) -> None:
+    snap = load_snapshot(str(bench_dir if fixture == "bench" else FIXTURES / fixture))
+    walked = blocked = 0
+    for cq in sorted(kueue_index(snap).cluster_queues):
+        queue = pending_queue(snap, cq)
+        for entry in queue:
+            assert queue_entry(snap, cq, entry.workload) is next(
+                e for e in queue if e.workload.uid == entry.workload.uid and e.workload.name == entry.workload.name)
+            ahead = ahead_of(snap, cq, entry.position)
+            got = ([e.workload.ref() for e in ahead.fitting], dict(ahead.consumed),
+                   ahead.head_blocker.workload.ref() if ahead.head_blocker else None)
+            assert got == _direct_walk(snap, cq, entry.position), (cq, entry.position)
+            walked += 1
+            blocked += ahead.head_blocker is not None
+        queued = {e.workload.uid for e in queue}
+        for w in workloads_by_cluster_queue(snap).get(cq, []):
+            if w.uid not in queued:
+                assert queue_entry(snap, cq, w) is None
+    assert walked >= 3
+    if fixture == "queue-strictfifo":
+        assert blocked > 0  # the fixture's StrictFIFO head blocks the workloads behind it
+
+
+def _direct_queue_context(snap: Snapshot, w: WorkloadView, cq: str) -> dict[str, list[SignatureHit]]:
+    """KD501's context about the queue's other workloads, selected from every hit that may concern the target."""
+    out: dict[str, list[SignatureHit]] = {}
+    for hit in hits_concerning(snap, w.name, cq):
+        sig = hit.signature
+        if sig.id in ("evaluated-for-admission", "preempted") or not hit.noteworthy or sig.per != "workload":
+            continue
+        if not hit.index.names_workload(w.namespace, w.name) and hit.index.names_cluster_queue(cq) \
+                and sig.severity >= Severity.MEDIUM:
+            out.setdefault(hit.cause, []).append(hit)
+    return {cause: hits[:3] for cause, hits in out.items()}
+
+
+@pytest.mark.parametrize("fixture", ["bench", "scenarios/slow-preemption", "scenarios/stuck-preemption-target",
+                                     "snapshots/health-logs-level2", "snapshots/health-pod-preemption-grace"])
+def test_kd501_queue_context_equals_the_selection_over_every_hit(fixture: str, bench_dir: Path) -> None:
+    snap = load_snapshot(str(bench_dir if fixture == "bench" else ROOT / "fixtures" / fixture))
+    idx = kueue_index(snap)
+    compared = found = 0
+    for w in workloads(snap):
+        cq = w.admission_cq or (idx.local_queues[(w.namespace, w.queue_name)].cluster_queue
+                                if (w.namespace, w.queue_name) in idx.local_queues else None)
+        if cq is None:
+            continue
+        got = queue_context(snap, w, cq)
+        assert got == _direct_queue_context(snap, w, cq), (w.ref(), cq)
+        compared += 1
+        found += bool(got)
+    assert compared > 0
+    if fixture in ("scenarios/stuck-preemption-target", "snapshots/health-pod-preemption-grace"):
+        assert found > 0  # re-queue loops of other workloads name the ClusterQueue: context was compared
 
 
 def _doc(snap: Snapshot, namespace: str, name: str) -> dict[str, object]:

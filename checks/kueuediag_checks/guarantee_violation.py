@@ -309,6 +309,19 @@ class GuaranteeViolation(Check):
 
     # --- pieces --------------------------------------------------------------------------------------------
     def _data(self, snap: Snapshot, cq: str, others: OtherViolations) -> dict[str, Any]:
+        """The finding's data: the ClusterQueue's part is the same for all its pending workloads and built once
+        per ClusterQueue; the other violations depend on which one is the target's own."""
+        top = int(self.opts["top"])
+        return dict(snap.memo(("KD101:queue-data", cq), lambda: self._queue_data(snap, cq)), other_violations={
+            "count": len(others),
+            "by_cluster_queue": others.by_cluster_queue(),
+            "top": [{"workload": v.workload.ref(), "cluster_queue": v.cluster_queue,
+                     "minutes": None if v.minutes is None else round(v.minutes, 1),
+                     "flavors": v.fit.flavors} for v in others.top(top)],
+        })
+
+    @staticmethod
+    def _queue_data(snap: Snapshot, cq: str) -> dict[str, Any]:
         tree = quota_tree(snap)
         root = tree.root(cq)
         node = tree.cluster_queues.get(cq)
@@ -319,13 +332,6 @@ class GuaranteeViolation(Check):
             "pending_requests": {r: format_quantity(q, r)
                                  for r, q in sorted(pending_requests(snap, cq).items())},
             "cohort_table": cohort_table(snap, root) if root else [],
-            "other_violations": {
-                "count": len(others),
-                "by_cluster_queue": others.by_cluster_queue(),
-                "top": [{"workload": v.workload.ref(), "cluster_queue": v.cluster_queue,
-                         "minutes": None if v.minutes is None else round(v.minutes, 1),
-                         "flavors": v.fit.flavors} for v in others.top(int(self.opts["top"]))],
-            },
         }
 
     @staticmethod
@@ -346,6 +352,12 @@ class GuaranteeViolation(Check):
 
     @staticmethod
     def _quota_evidence(snap: Snapshot, cq: str, frs: list[tuple[str, str]]) -> list[Evidence]:
+        """The quota rows behind a fit, read once per ClusterQueue and requested (flavor, resource) set."""
+        return list(snap.memo(("KD101:quota-evidence", cq, tuple(frs)),
+                              lambda: GuaranteeViolation._build_quota_evidence(snap, cq, frs)))
+
+    @staticmethod
+    def _build_quota_evidence(snap: Snapshot, cq: str, frs: list[tuple[str, str]]) -> list[Evidence]:
         out = []
         quotas = cq_quotas(snap, cq)
         for fr in frs:

@@ -112,8 +112,7 @@ class KueueRecord(Check):
         out: list[tuple[Classified, tuple[str, str, str | None]]] = []
         for cond in w.conditions.values():
             if cond.message:
-                out.append((classify(cond.type, cond.message, reason=cond.reason, status=cond.status),
-                            ("Workload", w.name, w.namespace)))
+                out.append((_classified(snap, cond.type, cond), ("Workload", w.name, w.namespace)))
         qr = w.cond("QuotaReserved")
         pm = parse_pending_message(qr.message) if qr is not None and qr.false and qr.message else None
         route = queue_route(snap, w, pm)
@@ -123,8 +122,7 @@ class KueueRecord(Check):
         ):
             active = view_conds.get("Active")
             if active is not None and active.message:
-                out.append((classify(f"{kind}.Active", active.message, reason=active.reason, status=active.status),
-                            (kind, name, ns)))
+                out.append((_classified(snap, f"{kind}.Active", active), (kind, name, ns)))
         return out
 
     def _age(self, snap: Snapshot, cond: Condition | None) -> str:
@@ -221,3 +219,11 @@ class KueueRecord(Check):
                 )
             )
         return out
+
+
+def _classified(snap: Snapshot, condition: str, cond: Condition) -> Classified:
+    """`classify` of one recorded condition, once per distinct (condition, message, reason, status) in the
+    snapshot: the pending workloads of a queue mostly carry the same messages, and their queues' Active
+    condition is read for every one of them."""
+    return snap.memo(("KD801:classified", condition, cond.message, cond.reason, cond.status),
+                     lambda: classify(condition, cond.message, reason=cond.reason, status=cond.status))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from itertools import islice
 
 from kueuediag.analysis.signatures import (
     BY_ID,
@@ -14,7 +15,7 @@ from kueuediag.analysis.signatures import (
 from kueuediag.causes import BY_SLUG, CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Severity, ev
-from kueuediag.snapshot.kueue import WorkloadState
+from kueuediag.snapshot.kueue import WorkloadState, WorkloadView
 from kueuediag.snapshot.logs import LogLine, log_level_info, log_level_patch, log_lines
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
@@ -75,8 +76,7 @@ class LogPatterns(Check):
         findings: list[Finding] = []
         cluster_wide: dict[str, list[SignatureHit]] = {}
         about_workload: dict[str, list[SignatureHit]] = {}
-        in_queue: dict[str, list[SignatureHit]] = {}
-        for hit in hits_concerning(snapshot, w.name, cq):
+        for hit in hits_concerning(snapshot, w.name, None):
             sig = hit.signature
             names_target = hit.index.names_workload(w.namespace, w.name)
             if sig.id == "evaluated-for-admission":
@@ -92,18 +92,16 @@ class LogPatterns(Check):
             if sig.per == "workload":
                 if names_target:
                     about_workload.setdefault(hit.cause, []).append(hit)
-                elif cq is not None and hit.index.names_cluster_queue(cq) \
-                        and sig.severity >= Severity.MEDIUM:
-                    in_queue.setdefault(hit.cause, []).append(hit)
-                continue
+                continue  # about another workload: context only when it names the ClusterQueue (below)
             cluster_wide.setdefault(hit.cause, []).append(hit)
+        in_queue = queue_context(snapshot, w, cq)
         # per-workload signatures: one finding per cause for the target, then context from other heads of its
         # ClusterQueue
         for cause, hits in about_workload.items():
             findings.append(self._repeated(hits[0], target, about=True) if len(hits) == 1
                             else self._merged(cause, hits, target, True))
         for hits in in_queue.values():
-            findings += [self._repeated(h, target, about=False) for h in hits[:3]]
+            findings += [self._repeated(h, target, about=False) for h in hits]
         # cluster-wide signatures (controller errors), one finding per cause: about the target when they name
         # it or its ClusterQueue, or when they happened while it was pending.
         for cause, hits in cluster_wide.items():
@@ -315,6 +313,35 @@ def _clip(text: str, n: int) -> str:
 def _last_ts(lines: tuple[LogLine, ...] | list[LogLine]) -> datetime | None:
     times = [ln.ts for ln in lines if ln.ts is not None]
     return max(times) if times else None
+
+
+def queue_context(snap: Snapshot, w: WorkloadView, cq: str | None, limit: int = 3) -> dict[str, list[SignatureHit]]:
+    """The first `limit` hits per cause about other workloads of ClusterQueue `cq` (noteworthy, per workload, at
+    least medium severity): the context KD501 adds for `w`, a lookup in what `_queue_hits` read once per queue."""
+    out: dict[str, list[SignatureHit]] = {}
+    for cause, hits in (_queue_hits(snap, cq) if cq is not None else {}).items():
+        others = list(islice((h for h in hits if not h.index.names_workload(w.namespace, w.name)), limit))
+        if others:
+            out[cause] = others
+    return out
+
+
+def _queue_hits(snap: Snapshot, cq: str) -> dict[str, list[SignatureHit]]:
+    """Noteworthy per-workload hits of at least medium severity that name ClusterQueue `cq`, by cause (in
+    `signature_hits` order): the context a pending workload of the queue gets about the others. The same for every
+    workload of the queue, so read once per ClusterQueue; each target only leaves out the hits naming itself."""
+
+    def build() -> dict[str, list[SignatureHit]]:
+        out: dict[str, list[SignatureHit]] = {}
+        for hit in hits_concerning(snap, "", cq):
+            sig = hit.signature
+            if sig.id in ("evaluated-for-admission", "preempted") or sig.per != "workload" or not hit.noteworthy \
+                    or sig.severity < Severity.MEDIUM or not hit.index.names_cluster_queue(cq):
+                continue
+            out.setdefault(hit.cause, []).append(hit)
+        return out
+
+    return snap.memo(("KD501:queue-hits", cq), build)
 
 
 def _scanned(snap: Snapshot) -> tuple[int, str]:

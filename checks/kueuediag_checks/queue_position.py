@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from kueuediag.analysis.messages import ReasonKind, parse_pending_message
+from kueuediag.analysis.queue_ahead import ahead_of, fits_after
 from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
 from kueuediag.analysis.quota_fit import WorkloadFit, workload_fit
 from kueuediag.causes import CauseSlug
@@ -87,28 +88,10 @@ class QueuePosition(Check):
             return CheckResult.ruled_out(cq_ev, ev("derived", "the request does not fit on its own: quota, not "
                                                    "order, holds it (KD102)", kind="ClusterQueue", name=cq_name))
         cq = idx.cluster_queues[cq_name]
-        strict = cq.queueing_strategy == "StrictFIFO"
-        queue = pending_queue(snapshot, cq_name)
-        ahead = queue[: entry.position - 1]
-        consumed: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
-        fitting: list[QueueEntry] = []
-        head_blocker: QueueEntry | None = None
-        for e in ahead:
-            if e.workload.requeue_at is not None and e.workload.requeue_at > snapshot.now:
-                continue  # in requeue backoff: not in the active heap yet
-            afit = workload_fit(snapshot, e.workload, cq_name)
-            if afit is None:
-                continue
-            # a preemptor waiting for its victims stays at the head and gets the quota they release
-            if e.sticky or _fits_after(afit, consumed):
-                fitting.append(e)
-                for _, ff in afit.chosen():
-                    for r in ff.resources:
-                        consumed[(ff.flavor, r.resource)] += r.request
-            elif strict and not _namespace_mismatch(e):
-                head_blocker = e
-                break
-        starved = not _fits_after(fit, consumed) if fitting else False
+        ahead = pending_queue(snapshot, cq_name)[: entry.position - 1]
+        walk = ahead_of(snapshot, cq_name, entry.position)
+        fitting, head_blocker, consumed = walk.fitting, walk.head_blocker, walk.consumed
+        starved = not fits_after(fit, consumed) if fitting else False
         if head_blocker is None and not starved:
             return CheckResult.ruled_out(cq_ev, ev(
                 "derived", f"{len(fitting)} workload(s) ahead fit together with it; no StrictFIFO head blocks",
@@ -127,7 +110,7 @@ class QueuePosition(Check):
         fitting: list[QueueEntry],
         head: QueueEntry | None,
         fit: WorkloadFit,
-        consumed: dict[FlavorResource, Decimal],
+        consumed: Mapping[FlavorResource, Decimal],
     ) -> Finding:
         w = entry.workload
         n = len(ahead)
@@ -252,29 +235,12 @@ class QueuePosition(Check):
         )
 
 
-def _namespace_mismatch(e: QueueEntry) -> bool:
-    """StrictFIFO does not keep a head blocked by a namespace mismatch at the head (kueue-facts §14)."""
-    qr = e.workload.cond("QuotaReserved")
-    return bool(qr and qr.false and parse_pending_message(qr.message).has(ReasonKind.NAMESPACE_MISMATCH))
-
-
 def _class(e: QueueEntry) -> str:
     w = e.workload
     return f" ({w.priority_class_kind or 'priority class'} {w.priority_class})" if w.priority_class else ""
 
 
-def _fits_after(fit: WorkloadFit, consumed: dict[FlavorResource, Decimal]) -> bool:
-    """Does the workload still fit in its chosen flavors once `consumed` more quota is taken?"""
-    if not fit.fits:
-        return False
-    for _, ff in fit.chosen():
-        for r in ff.resources:
-            if r.needed > r.quota.available - consumed.get((ff.flavor, r.resource), ZERO):
-                return False
-    return True
-
-
-def _left_after(fit: WorkloadFit, consumed: dict[FlavorResource, Decimal]) -> str:
+def _left_after(fit: WorkloadFit, consumed: Mapping[FlavorResource, Decimal]) -> str:
     parts = []
     for _, ff in fit.chosen():
         for r in ff.resources:

@@ -86,7 +86,14 @@ def _build(snap: Snapshot, cluster_queue: str) -> list[QueueEntry]:
 
 
 def queue_entry(snap: Snapshot, cluster_queue: str, w: WorkloadView) -> QueueEntry | None:
-    for e in pending_queue(snap, cluster_queue):
-        if e.workload.uid == w.uid and e.workload.name == w.name:
-            return e
-    return None
+    """The workload's place in the ClusterQueue's queue (None when it is not pending there): a lookup in an
+    index built once per ClusterQueue, not a pass over the queue per workload."""
+    queue = pending_queue(snap, cluster_queue)
+
+    def build() -> dict[tuple[str, str], QueueEntry]:
+        by_key: dict[tuple[str, str], QueueEntry] = {}
+        for e in queue:
+            by_key.setdefault((e.workload.uid, e.workload.name), e)
+        return by_key
+
+    return snap.memo(("queue-order:entries", cluster_queue), build).get((w.uid, w.name))

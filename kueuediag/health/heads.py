@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from kueuediag.analysis.queue_order import pending_queue
 from kueuediag.check import Check
 from kueuediag.config import Settings
-from kueuediag.engine import diagnose
+from kueuediag.engine import diagnose, select_checks
 from kueuediag.health.model import Head, Item
 from kueuediag.health.owners import target_for
 from kueuediag.health.scope import Scope
@@ -26,11 +26,13 @@ HEAD_SEVERITY = Severity.MEDIUM
 def iter_heads(snap: Snapshot, scope: Scope, classes: Sequence[type[Check]], settings: Settings,
                all_pending: bool = False) -> Iterator[Head]:
     """Heads in ClusterQueue order (name), then queue position; lazily, so `-o jsonl` streams."""
+    checks: list[Check] | None = None  # selected once, at the first head (checks keep nothing between runs)
     for cq in sorted(scope.cluster_queues):
         for entry in pending_queue(snap, cq):
             w = entry.workload
             if scope.has_namespace(w.namespace):
-                verdict = diagnose(snap, target_for(snap, w), classes, settings)
+                checks = checks if checks is not None else select_checks(classes, settings)
+                verdict = diagnose(snap, target_for(snap, w), classes, settings, checks=checks)
                 yield Head(cluster_queue=cq, position=entry.position, namespace=w.namespace, name=w.name,
                            verdict=verdict)
                 if not all_pending:
