@@ -50,4 +50,5 @@ def test_bench_smoke_run_reports_every_figure(tmp_path: Path) -> None:
                 re.findall(r"^cold start +(\d+\.\d+) s CPU +\d+\.\d+ s wall +(.+?)  \(target", out, re.M))
     assert set(cold) == {"--help", "why --help", "checks", "why on example fair-sharing-anomaly"}, out
     assert all(cpu > 0 for cpu in cold.values()), out
+    assert re.search(r"^cold start +\d+\.\d+ s CPU +\d+\.\d+ s wall +python -c pass ", out, re.M), out
     assert re.search(r"^per target +\d+\.\d ms", out, re.M), out

@@ -39,6 +39,27 @@ def test_example_classifies_back_to_its_entry_and_cause(e: CatalogEntry) -> None
     assert got.recognised, f"{e.id}: left over {got.unrecognised}"
 
 
+@pytest.mark.parametrize("e", catalog(), ids=lambda e: e.id)
+def test_literal_pretest_never_hides_a_match(e: CatalogEntry) -> None:
+    """`may_match` skips compiling and running a template only where it cannot match: never on its own example,
+    nor on any other entry's example it matches."""
+    examples = [x.example for x in catalog()]
+    for text in examples:
+        if e.pattern.search(text):
+            assert e.may_match(text), text
+            assert e.search(text) is not None
+    assert e.may_match(e.example)
+
+
+def test_literal_pretest_reads_the_text_every_match_starts_with() -> None:
+    unused, lq = entry("insufficient-unused-quota"), entry("lq-missing")
+    assert unused.may_match("couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor x")
+    assert not unused.may_match("LocalQueue team-a doesn't exist")
+    assert lq.may_match("LocalQueue team-a doesn't exist")
+    assert not lq.may_match("the LocalQueue team-a doesn't exist")  # anchored: only at the start
+    assert lq.search("the LocalQueue team-a doesn't exist") is None
+
+
 @pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.id)
 def test_entry_fields_are_well_formed(e: CatalogEntry) -> None:
     assert e.cause in BY_SLUG, f"{e.id}: unknown cause {e.cause}"

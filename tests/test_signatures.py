@@ -190,9 +190,22 @@ def test_literal_prefixes_of_message_patterns() -> None:
     assert literal_prefixes(r"^ab*c") == ("a",)  # b is optional: only "a" is certain
     assert literal_prefixes(r"^a|b") is None  # the second alternative can start anywhere
     assert literal_prefixes(r"Preempted") is None
+    # a class holding ')' or '|' neither closes a group nor splits alternatives
+    assert literal_prefixes(r"^a[)|]b|c") is None
+    assert literal_prefixes(r"^x[^)]y|^z") == ("x", "z")
     assert BY_ID["clusterqueue-missing"].msg_prefixes == (
         "ClusterQueue for workload didn't exist; ignored for now",
         "Workload is inadmissible because the ClusterQueue is terminating or missing")
+
+
+def test_top_level_alternatives_and_leading_literal() -> None:
+    from kueuediag.analysis.signatures import leading_literal, top_level_alternatives
+
+    assert top_level_alternatives(r"a(b|c)d|e[|]f|g\|h") == ["a(b|c)d", "e[|]f", "g\\|h"]
+    assert top_level_alternatives(r"[]|]x|y") == ["[]|]x", "y"]  # ']' first in a class is a member
+    assert leading_literal(r"insufficient quota for (?P<r>\S+)") == "insufficient quota for "
+    assert leading_literal(r"pods?") == "pod"
+    assert leading_literal(r"(?P<name>x)") == ""
 
 
 def _fixture_log_lines() -> list[LogLine]:

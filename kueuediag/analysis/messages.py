@@ -20,6 +20,7 @@ from enum import StrEnum
 from functools import cache, cached_property, lru_cache
 from typing import Any
 
+from kueuediag.analysis.signatures import leading_literal, literal_prefixes, top_level_alternatives
 from kueuediag.analysis.versions import Version, parse_version
 from kueuediag.datafile import data_yaml
 from kueuediag.quantity import QuantityError, parse_quantity
@@ -144,6 +145,26 @@ class CatalogEntry:
         """The compiled pattern, compiled on first use: a run matches messages against a few of the ~130
         templates, and compiling all of them was ~10 ms of a small `why` (issue 11, cold start)."""
         return re.compile(self.regex)
+
+    @cached_property
+    def _needle(self) -> tuple[str, ...] | str:
+        """What every match starts with: the prefixes of an anchored pattern (a tuple), else a literal every
+        match starts with ("" when none is known)."""
+        starts = literal_prefixes(self.regex)
+        if starts is not None:
+            return starts
+        alternatives = top_level_alternatives(self.regex)
+        return leading_literal(alternatives[0]) if len(alternatives) == 1 else ""
+
+    def may_match(self, text: str) -> bool:
+        """False when no match is possible: `text` lacks the literal text every match starts with (so is true of
+        most templates, for any one message), and the pattern need not be compiled or run."""
+        needle = self._needle
+        return text.startswith(needle) if isinstance(needle, tuple) else needle in text
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """`pattern.search(text)`, the pattern compiled and run only when `may_match`."""
+        return self.pattern.search(text) if self.may_match(text) else None
 
     def exists_in(self, version: str | Version | None) -> bool | None:
         """Whether Kueue `version` (``v0.15.2``, ``v0.15``) writes this message; None when the version is unknown."""
@@ -293,19 +314,19 @@ def parse_pending_message(message: str) -> PendingMessage:
     text = raw.strip()
     counts: dict[str, int] = {}
     for e in _entries("suffix"):
-        m = e.pattern.search(text)
+        m = e.search(text)
         if m:
             counts[e.kind] = int(m.group("amount"))
             text = text[: m.start()] + text[m.end() :]
     reasons: list[Reason] = []
     for e in _entries("whole"):
-        wm = e.pattern.search(text)
+        wm = e.search(text)
         if wm:
             reasons.append(_reason(e, wm, None))
     # eviction messages: QuotaReserved flips back to False carrying the Evicted message
     if not reasons:
         for e in (*_entries("condition", ("Evicted", "Preempted")),):
-            em = e.pattern.search(text)
+            em = e.search(text)
             if em:
                 reasons.append(_reason(e, em, None))
                 break
@@ -323,6 +344,8 @@ def parse_pending_message(message: str) -> PendingMessage:
         spans: list[tuple[int, int]] = []
         found: list[tuple[int, Reason]] = []
         for e in flavor_entries:
+            if not e.may_match(body):
+                continue
             for fm in e.pattern.finditer(body):
                 if any(s <= fm.start() < t for s, t in spans):
                     continue  # an earlier (more specific) template already explains this text
@@ -395,8 +418,8 @@ def classify(condition: str, message: str, *, reason: str = "", status: str = ""
     same = [e for e in pool if e.condition == condition and (not status or e.status == status)]
     for candidates in (same, pool):
         for e in candidates:
-            if e.part != "fragment" and e.pattern.search(text):
-                parts = tuple(f for f in pool if f.part == "fragment" and f.pattern.search(text))
+            if e.part != "fragment" and e.search(text):
+                parts = tuple(f for f in pool if f.part == "fragment" and f.search(text))
                 return Classified(condition, status, reason, message, (e, *parts), ())
     if condition in ("Requeued", "Evicted"):
         pm = parse_pending_message(text)
@@ -431,7 +454,7 @@ def first_of(condition: str, message: str, *kinds: str) -> re.Match[str] | None:
     """The first match of a catalogued `condition` template of one of `kinds` in `message` (named groups)."""
     for e in catalog():
         if e.condition == condition and e.kind in kinds:
-            m = e.pattern.search(message or "")
+            m = e.search(message or "")
             if m:
                 return m
     return None
@@ -493,10 +516,10 @@ def cq_inactive_parts(message: str) -> dict[str, list[str]]:
     """
     text = message or ""
     out: dict[str, list[str]] = {}
-    if entry(_TERMINATING).pattern.search(text):
+    if entry(_TERMINATING).search(text):
         out["terminating"] = []
     for e in _entries("fragment", ("ClusterQueue.Active",)):
-        m = e.pattern.search(text)
+        m = e.search(text)
         if m:
             names = m.groupdict().get("name") or ""
             out[e.id.removeprefix("cq-part-")] = [n for n in re.split(r"[\s,]+", names.strip("[]")) if n]

@@ -111,37 +111,54 @@ class Signature:
 _META = frozenset(".^$*+?{}[]\\|()")
 
 
+def top_level_alternatives(pattern: str) -> list[str]:
+    """`pattern` split at each ``|`` outside groups and character classes (``[|)]`` is one class)."""
+    out: list[str] = []
+    depth, start, i, n = 0, 0, 0, len(pattern)
+    in_class = False
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            i += 1
+            i += pattern.startswith("^", i)
+            i += pattern.startswith("]", i)  # a ']' first in a class is one of its characters
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    out.append(pattern[start:])
+    return out
+
+
+def leading_literal(alternative: str) -> str:
+    """The literal text every match of one alternative (without its ``^``) starts with; "" when none."""
+    end = 0
+    while end < len(alternative) and alternative[end] not in _META:
+        end += 1
+    literal = alternative[:end]
+    if end < len(alternative) and alternative[end] in "*?{" and literal:
+        literal = literal[:-1]  # the last character is optional or repeated
+    return literal
+
+
 def literal_prefixes(pattern: str) -> tuple[str, ...] | None:
     """The literal text every match of `pattern` starts with, one per top-level alternative, when each
     alternative is anchored (``^``); None when some alternative can start anywhere or with anything."""
-    alternatives: list[str] = []
-    depth, start = 0, 0
-    escaped = False
-    for i, ch in enumerate(pattern):
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            alternatives.append(pattern[start:i])
-            start = i + 1
-    alternatives.append(pattern[start:])
-    out: list[str] = []
-    for alt in alternatives:
-        if not alt.startswith("^"):
-            return None
-        end = 1
-        while end < len(alt) and alt[end] not in _META:
-            end += 1
-        literal = alt[1:end]
-        if end < len(alt) and alt[end] in "*?{" and literal:
-            literal = literal[:-1]  # the last character is optional or repeated
-        out.append(literal)
-    return tuple(out)
+    alternatives = top_level_alternatives(pattern)
+    if not all(alt.startswith("^") for alt in alternatives):
+        return None
+    return tuple(leading_literal(alt[1:]) for alt in alternatives)
 
 
 _S = Severity
