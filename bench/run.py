@@ -3,6 +3,7 @@
     python bench/run.py --scale 1                 # generates /tmp/kd-bench-1 once, then measures
     python bench/run.py --snapshot DIR            # measure an existing snapshot
     python bench/run.py --scale 0.05 --repeat 1 --quick   # the CI smoke run
+    python bench/run.py --live-only --live-scales 0.25,0.5 --repeat 1   # live why and snapshot -A only
 
 Every figure is the best of ``--repeat`` runs, each in a fresh interpreter, measured in one run of this script on
 one machine, so the ratios between them hold even when the machine is busy:
@@ -18,7 +19,9 @@ one machine, so the ratios between them hold even when the machine is busy:
   cold start       ``kueuediag --help``, ``why --help``, ``checks``, ``why`` on the smallest bundled example
                    (CPU user + sys, and wall)
   live             ``why`` and ``snapshot -A`` against the local test API server serving the snapshot
-                   (requests, bytes transferred, wall time)
+                   (requests, bytes transferred and live ``why``'s share of ``snapshot -A``'s, wall time, the
+                   client's own transfer time and ``snapshot -A``'s wall time over it); ``--live-scales 0.25,0.5``
+                   measures them at several scales and prints how each grew; ``--live-only`` measures nothing else
 
 Peak RSS is each process's own maximum resident set (``wait4``), not the maximum over all children. Each
 command's CPU time (user + system, also from ``wait4``) is printed next to its wall time, with its ratio to the
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -87,6 +91,7 @@ class Run:
     cpu: float = 0.0
     """user + system CPU seconds of the process (wait4): on a busy machine wall time mostly measures the other
     processes, CPU time much less so"""
+    stderr: str = ""
 
 
 def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence[int] = (0, 1)) -> Run:
@@ -102,7 +107,8 @@ def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence
         if proc.returncode not in ok:
             sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err.decode(errors='replace')[-2000:]}")
         out.seek(0)
-        return Run(elapsed, usage.ru_maxrss / 1024, out.read().decode(), usage.ru_utime + usage.ru_stime)
+        return Run(elapsed, usage.ru_maxrss / 1024, out.read().decode(), usage.ru_utime + usage.ru_stime,
+                   err.decode(errors="replace"))
 
 
 def best(cmd: Sequence[str], repeat: int, env: dict[str, str] | None = None) -> Run:
@@ -214,12 +220,30 @@ def cold_start(repeat: int, quick: bool = False) -> None:
 
 LIVE_DEADLINE = "900"
 """seconds: `--timeout` for the live runs, so that a slow (loaded) machine measures whole collections"""
+_SUMMARY = re.compile(r"kueuediag: (\d+) requests, (\d+) bytes, .*?([\d.]+) s transferring")
 
 
-def measure_live(snap: Path, repeat: int) -> None:
-    """`why` and `snapshot -A` against the local test API server serving the snapshot's objects."""
+@dataclass
+class LiveRun:
+    wall: float
+    cpu: float
+    requests: int
+    sent: int
+    """bytes the API server sent"""
+    transfer: float
+    """seconds the client spent in requests (its `-v` summary): the transfer itself, without decoding"""
+
+
+def measure_live(snap: Path, repeat: int) -> dict[str, LiveRun]:
+    """`why` and `snapshot -A` against the local test API server serving the snapshot's objects.
+
+    The generated snapshots carry no ClusterQueue usage record; every real ClusterQueue does (Kueue's
+    controller writes it), so the server serves the cluster with it filled in from the Workloads
+    (tests/live/kueue_status.py), as live `why` would find it on a real cluster.
+    """
     sys.path.insert(0, str(ROOT))
     from tests.live.apiserver import ApiServer, FakeCluster  # noqa: PLC0415
+    from tests.live.kueue_status import with_queue_status  # noqa: PLC0415
 
     class CountingCluster(FakeCluster):
         def __init__(self, objects: list[dict[str, Any]], logs: dict[str, str]) -> None:
@@ -236,27 +260,52 @@ def measure_live(snap: Path, repeat: int) -> None:
     objects = [item for p in sorted((snap / "objects").glob("*.json")) for item in json.loads(p.read_bytes())["items"]]
     logs = {"kueue-system/kueue-controller-manager": "".join(
         p.read_text() for p in sorted((snap / "logs").glob("*.log")))} if (snap / "logs").exists() else {}
-    cluster = CountingCluster(objects, logs)
+    cluster = CountingCluster(with_queue_status(objects), logs)
     target = json.loads((snap / "manifest.json").read_text())["benchTarget"]
+    results: dict[str, LiveRun] = {}
     with ApiServer(cluster) as server, tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, KUBECONFIG=str(server.kubeconfig(Path(tmp))))
-        results = {}
         for label, cmd in (
             # a deadline far beyond the targets: a collection cut at the default 60 s would under-report both
             ("live why", kd("why", f"workload/{target['workload']}", "-n", target["namespace"], "-o", "json",
-                            "--timeout", LIVE_DEADLINE)),
-            ("snapshot -A", kd("snapshot", "-A", "-o", str(Path(tmp) / "snap.tar.gz"), "--timeout", LIVE_DEADLINE)),
+                            "--timeout", LIVE_DEADLINE, "-v")),
+            ("snapshot -A", kd("snapshot", "-A", "-o", str(Path(tmp) / "snap.tar.gz"), "--timeout", LIVE_DEADLINE,
+                               "-v")),
         ):
-            cluster.requests.clear()
-            cluster.sent = 0
-            run = run_once(cmd, env)
-            results[label] = (run.seconds, len(cluster.requests), cluster.sent)
-            (Path(tmp) / "snap.tar.gz").unlink(missing_ok=True)
-    why_s, why_n, why_b = results["live why"]
-    snap_s, snap_n, snap_b = results["snapshot -A"]
-    print(f"live why        {why_s:9.2f} s    {why_n} requests, {why_b / 2**20:.1f} MiB = "
-          f"{100 * why_b / max(snap_b, 1):.0f} % of snapshot -A's bytes (targets ≤ 60 requests, ≤ 25 %, ≤ 10 s)")
-    print(f"snapshot -A     {snap_s:9.2f} s    {snap_n} requests, {snap_b / 2**20:.1f} MiB")
+            runs = []
+            for _ in range(repeat):
+                cluster.requests.clear()
+                cluster.sent = 0
+                run = run_once(cmd, env)
+                m = _SUMMARY.findall(run.stderr)
+                transfer = float(m[-1][2]) if m else float("nan")
+                runs.append(LiveRun(run.seconds, run.cpu, len(cluster.requests), cluster.sent, transfer))
+                (Path(tmp) / "snap.tar.gz").unlink(missing_ok=True)
+            results[label] = min(runs, key=lambda r: r.wall)
+    why, full = results["live why"], results["snapshot -A"]
+    print(f"live why        {why.wall:9.2f} s    {why.requests} requests, {why.sent / 2**20:.1f} MiB = "
+          f"{100 * why.sent / max(full.sent, 1):.1f} % of snapshot -A's bytes, {why.transfer:.2f} s transferring, "
+          f"cpu {why.cpu:.2f} s (targets ≤ 60 requests, ≤ 25 %, ≤ 10 s)")
+    print(f"snapshot -A     {full.wall:9.2f} s    {full.requests} requests, {full.sent / 2**20:.1f} MiB, "
+          f"{full.transfer:.2f} s transferring: wall = {full.wall / max(full.transfer, 1e-9):.2f}× the transfer, "
+          f"cpu {full.cpu:.2f} s (target ≤ 2×)")
+    return results
+
+
+def live_scales(scales: list[float], repeat: int) -> None:
+    """Live figures at several scales, and how each grew from one scale to the next (issue 11: doubling the
+    cluster at most doubles each figure)."""
+    previous: tuple[float, dict[str, LiveRun]] | None = None
+    for scale in scales:
+        print(f"live at scale {scale:g}")
+        got = measure_live(generate(scale), repeat)
+        if previous is not None:
+            grew = scale / previous[0]
+            for label, run in got.items():
+                before = previous[1][label]
+                print(f"  {label:12s} × {grew:g} cluster: requests × {run.requests / max(before.requests, 1):.2f}, "
+                      f"bytes × {run.sent / max(before.sent, 1):.2f}, wall × {run.wall / max(before.wall, 1e-9):.2f}")
+        previous = (scale, got)
 
 
 def main() -> None:
@@ -268,9 +317,21 @@ def main() -> None:
     ap.add_argument("--per-target-count", type=int, default=200, help="pending targets timed per scale")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="skip the live and per-scale measurements (CI smoke)")
+    ap.add_argument("--live-scales", default="",
+                    help="also measure live `why` and `snapshot -A` at these scales (comma-separated, e.g. 0.25,0.5)"
+                         " and print how each figure grew")
+    ap.add_argument("--live-only", action="store_true",
+                    help="measure only the live figures (at --live-scales, else at --scale)")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
+    if args.live_only:
+        scales = [float(x) for x in args.live_scales.split(",") if x.strip()]
+        if scales:
+            live_scales(scales, args.repeat)
+        else:
+            measure_live(args.snapshot or generate(args.scale), args.repeat)
+        return
     snap = args.snapshot or generate(args.scale)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"machine         {os.cpu_count()} cores, Python {sys.version.split()[0]}, best of {args.repeat}, "
@@ -282,6 +343,9 @@ def main() -> None:
         n, ms, first = per_target_ms(snap, min(args.per_target_count, 20))
         print(f"per target      {ms:9.1f} ms   ({n} pending targets in one process after the first, "
               f"which took {first:.2f} s)")
+    live = [float(x) for x in args.live_scales.split(",") if x.strip()]
+    if live and not args.quick:
+        live_scales(live, args.repeat)
     for scale in scales:
         n, ms, first = per_target_ms(generate(scale), args.per_target_count)
         print(f"per target      {ms:9.1f} ms   at scale {scale:g} ({n} pending targets in one process after the "

@@ -182,11 +182,11 @@ def test_kd501_queue_context_equals_the_selection_over_every_hit(fixture: str, b
 
 def _direct_release(snap: Snapshot, w: WorkloadView) -> str | None:
     """The release that dated the workload's violation, searched for this workload alone: every release after
-    it became pending, each probe a fresh nominal fit."""
+    it became pending, each probe a fresh nominal fit (not the probes shared by the workloads of its shape)."""
     since0, _ = pending_since(w)
     if since0 is None:
         return None
-    releases = [r for r in _releases(snap, fit_cq(snap, w)) if r[0] > since0]
+    releases = list(_releases(snap, fit_cq(snap, w), since0))
     lo, hi = 0, len(releases)
     while lo < hi:
         mid = (lo + hi) // 2
@@ -195,14 +195,14 @@ def _direct_release(snap: Snapshot, w: WorkloadView) -> str | None:
             hi = mid
         else:
             lo = mid + 1
-    return releases[lo][1].ref() if lo < len(releases) else None
+    return f"Workload/{releases[lo][1].namespace}/{releases[lo][1].name}" if lo < len(releases) else None
 
 
 @pytest.mark.parametrize("fixture", ["bench", "guarantee-churn", "guarantee-violation", "kueue-record"])
 def test_violations_equal_a_search_per_workload(fixture: str, bench_dir: Path) -> None:
-    """guarantee_violations shares its release probes and metric runs across the workloads of a queue; each
-    violation equals one computed for that workload alone on a fresh snapshot, and its dating release equals a
-    search over the releases after it became pending."""
+    """guarantee_violations shares its release probes across the workloads of a shape in a queue; each violation
+    equals one computed for that workload alone on a fresh snapshot, and its dating release equals a search
+    with fresh probes over the releases after it became pending."""
     path = str(bench_dir if fixture == "bench" else FIXTURES / fixture)
     shared = load_snapshot(path)
     found = {v.workload.ref(): v for v in guarantee_violations(shared)}
@@ -216,7 +216,7 @@ def test_violations_equal_a_search_per_workload(fixture: str, bench_dir: Path) -
         assert (alone.since, alone.since_source, alone.seconds, alone.notes, alone.metric_selectors,
                 alone.fit.flavors) == (v.since, v.since_source, v.seconds, v.notes, v.metric_selectors,
                                        v.fit.flavors), ref
-        released = v.released_by.ref() if v.released_by is not None else None
+        released = f"Workload/{v.released_by.namespace}/{v.released_by.name}" if v.released_by is not None else None
         assert released == _direct_release(load_snapshot(path), w), ref
         dated += released is not None
     # the shared run found no violation the per-workload reading misses

@@ -202,8 +202,9 @@ class GuaranteeViolation(Check):
                      f"has not re-evaluated the workload within its normal requeue time "
                      f"({self.opts['churn_minutes']:g}m).")
         if others:
-            parts.append(f"{len(others)} other pending workload(s) in the cluster are in the same "
-                         "situation.")
+            read = snap.manifest.namespaces  # a namespace-limited collection sees only those namespaces' Workloads
+            where = "in the cluster" if read is None else f"in the {len(read)} namespace(s) read"
+            parts.append(f"{len(others)} other pending workload(s) {where} are in the same situation.")
         parts.append("A guarantee violation is a symptom: when a root cause is found (fragmentation, slow or "
                      "stuck preemption, release to Kubernetes, the controller) it ranks above this finding and "
                      "says why; when none ranks above it, no layer explains the wait — treat it as a possible "

@@ -21,11 +21,14 @@ unbroken run of samples in which the unused nominal quota of the chosen flavor c
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
+from typing import Any, overload
 
 from kueuediag.analysis.health import last_spec_change
 from kueuediag.analysis.messages import ReasonKind, parse_pending_message
@@ -33,12 +36,15 @@ from kueuediag.analysis.quota_fit import WorkloadFit, fit_shape, workload_fit
 from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quotas
 from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.errors import MalformedObject
-from kueuediag.quantity import ZERO, format_quantity
+from kueuediag.quantity import ZERO, QuantityError, format_quantity, parse_quantity
+from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.kueue import (
     FlavorResource,
     WorkloadState,
     WorkloadView,
     cluster_queue_of,
+    finished_newest_first,
+    finished_view,
     kueue_index,
     workloads_by_cluster_queue,
 )
@@ -77,6 +83,16 @@ class NominalFit:
         return dict(out)
 
 
+def _shape(snap: Snapshot, w: WorkloadView) -> tuple[tuple[object, ...], ...]:
+    """What the fit of a pending workload depends on: pod sets' counts, requests and placement constraints
+    (worked out once per view: every fit, probe and violation of the workload asks)."""
+    shapes: dict[int, tuple[tuple[object, ...], ...]] = snap.memo("guarantees:shapes", dict)
+    shape = shapes.get(id(w))
+    if shape is None:
+        shape = shapes[id(w)] = fit_shape(w)  # quota_fit owns what a fit depends on (minCount included)
+    return shape
+
+
 def pending_fit(snap: Snapshot, w: WorkloadView,
                 shape: tuple[tuple[object, ...], ...] | None = None) -> WorkloadFit | None:
     """workload_fit for a workload that holds no quota, shared by every pending workload of the same shape in
@@ -84,31 +100,28 @@ def pending_fit(snap: Snapshot, w: WorkloadView,
     if w.holds_quota:
         return workload_fit(snap, w)
     cq = cluster_queue_of(kueue_index(snap), w)
-    key = shape if shape is not None else fit_shape(w)
+    key = shape if shape is not None else _shape(snap, w)
     return snap.memo(("guarantees:fit", cq, key), lambda: workload_fit(snap, w))
 
 
-def nominal_fit(snap: Snapshot, w: WorkloadView, extra_usage: dict[FlavorResource, Decimal] | None = None,
-                shape: tuple[tuple[object, ...], ...] | None = None) -> NominalFit | None:
+def nominal_fit(snap: Snapshot, w: WorkloadView,
+                extra_usage: dict[FlavorResource, Decimal] | None = None) -> NominalFit | None:
     """Greedy like Kueue's flavor assigner: per pod set and resource group, the first eligible flavor (in
     ClusterQueue order) where reserved + earlier pod sets + this request <= nominal for every requested
     resource. `extra_usage` is added to the reservation (to ask "would it have fitted before X finished?").
-    None when the workload has no known ClusterQueue. `shape` is `fit_shape(w)` when the caller has it."""
+    None when the workload has no known ClusterQueue."""
     if extra_usage is None and not w.holds_quota:
         cq = cluster_queue_of(kueue_index(snap), w)
-        key = shape if shape is not None else fit_shape(w)
-        return snap.memo(("guarantees:nominal-fit", cq, key), lambda: _nominal_fit(snap, w, {}, key))
+        shape = _shape(snap, w)
+        return snap.memo(("guarantees:nominal-fit", cq, shape), lambda: _nominal_fit(snap, w, {}, shape))
     return _nominal_fit(snap, w, extra_usage or {})
 
 
 def _nominal_fit(snap: Snapshot, w: WorkloadView, extra: dict[FlavorResource, Decimal],
                  shape: tuple[tuple[object, ...], ...] | None = None) -> NominalFit | None:
     fit = pending_fit(snap, w, shape)
-    return None if fit is None else _fit_nominal(fit, extra)
-
-
-def _fit_nominal(fit: WorkloadFit, extra: dict[FlavorResource, Decimal]) -> NominalFit:
-    """The greedy walk of `nominal_fit` over one quota fit, with `extra` added to the reservation."""
+    if fit is None:
+        return None
     assigned: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
     choices: list[NominalChoice] = []
     for ps in fit.pod_sets:
@@ -117,9 +130,7 @@ def _fit_nominal(fit: WorkloadFit, extra: dict[FlavorResource, Decimal]) -> Nomi
                                                f"by ClusterQueue {fit.cluster_queue}")
         for group in ps.groups:
             picked = None
-            # the closest miss, formatted only when no flavor fits (the binary search in violation_for asks
-            # thousands of times and reads only `fits`)
-            best_miss: tuple[Decimal, str, str, Decimal, Decimal] | None = None
+            best_miss: tuple[Decimal, str, Decimal, str, Decimal] | None = None
             for ff in group.flavors:
                 if not ff.eligible:
                     continue
@@ -131,14 +142,15 @@ def _fit_nominal(fit: WorkloadFit, extra: dict[FlavorResource, Decimal]) -> Nomi
                         ok = False
                         miss = rf.request - unused
                         if best_miss is None or miss < best_miss[0]:
-                            best_miss = (miss, ff.flavor, rf.resource, rf.request, unused)
+                            best_miss = (miss, rf.resource, rf.request, ff.flavor, unused)
                 if ok:
                     picked = ff
                     break
             if picked is None:
-                why = "no flavor it may use (nodeLabels/nodeTaints)"
-                if best_miss is not None:
-                    _, flavor, resource, request, unused = best_miss
+                if best_miss is None:
+                    why = "no flavor it may use (nodeLabels/nodeTaints)"
+                else:
+                    _, resource, request, flavor, unused = best_miss
                     why = (f"needs {format_quantity(request, resource)} {resource} in flavor {flavor}, "
                            f"{format_quantity(max(ZERO, unused), resource)} unused in nominal quota")
                 return NominalFit(False, shortfall=f"pod set {ps.pod_set}: {why}")
@@ -188,41 +200,107 @@ def is_pending(w: WorkloadView) -> bool:
     return w.state == WorkloadState.PENDING and w.active
 
 
-Release = tuple[datetime, WorkloadView, dict[FlavorResource, Decimal]]
+Release = tuple[datetime, Held, dict[FlavorResource, Decimal]]
+"""(finishing time, the Finished Workload, quota released by it and every newer release)"""
+_CHECKPOINT = 8
+"""a cumulative sum is kept every this many releases; the others are added up from the nearest one"""
 
 
-def _releases(snap: Snapshot, cq: str) -> list[Release]:
-    """Finished workloads of `cq`, newest first, each with the cumulative quota released from the newest down
-    to it (their status.admission still says what they held). Memoised per ClusterQueue."""
+@dataclass
+class _Releases:
+    """The releases of one ClusterQueue read so far (newest first), with a cumulative sum every `_CHECKPOINT`."""
 
-    def build() -> list[Release]:
-        found = []
-        for other in workloads_by_cluster_queue(snap).get(cq, []):
-            fin = other.cond("Finished")
-            if fin is not None and fin.true and fin.last_transition and other.admission_cq == cq \
-                    and other.assignments:
-                found.append((fin.last_transition, other))
-        found.sort(key=lambda x: (x[0], x[1].namespace, x[1].name), reverse=True)
-        out: list[Release] = []
-        held: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
-        for when, other in found:
-            for fr, q in other.usage().items():
-                held[fr] += q
-            out.append((when, other, dict(held)))
+    entries: list[tuple[datetime, Held, tuple[tuple[FlavorResource, Decimal], ...]]] = field(default_factory=list)
+    checkpoints: list[dict[FlavorResource, Decimal]] = field(default_factory=list)
+    next: int = 0
+    held: dict[FlavorResource, Decimal] = field(default_factory=lambda: defaultdict(lambda: ZERO))
+
+    def cumulative(self, i: int) -> dict[FlavorResource, Decimal]:
+        base = i - i % _CHECKPOINT
+        out = dict(self.checkpoints[base // _CHECKPOINT])
+        for _, _, usage in self.entries[base + 1:i + 1]:
+            for fr, q in usage:
+                out[fr] = out.get(fr, ZERO) + q
         return out
 
-    return snap.memo(("guarantees:releases", cq), build)
+
+class _ReleaseList(Sequence[Release]):
+    """The first `n` releases of a ClusterQueue (newest first); each cumulative sum is built when asked for (a
+    binary search asks for a handful)."""
+
+    def __init__(self, state: _Releases, n: int) -> None:
+        self._state, self._n = state, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Release: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Release]: ...
+
+    def __getitem__(self, i: int | slice) -> Release | Sequence[Release]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        i %= self._n
+        when, held, _ = self._state.entries[i]
+        return when, held, self._state.cumulative(i)
 
 
-def _metric_run(store: MetricStore, cq: str, requests: tuple[tuple[FlavorResource, Decimal], ...],
-                now: datetime) -> tuple[float | None, list[str]]:
-    """Start (epoch seconds) of the latest unbroken run (ending at the newest sample) where nominal − reservation
-    covered the request in every chosen (flavor, resource) that has both series, and the series read; None when
-    no such series exist or one never covered it. The same for every workload of a ClusterQueue requesting the
-    same amounts, so `violation_for` memoises it; the violation starts at the later of it and the pending time."""
+@cache
+def _parsed_usage(usage: tuple[tuple[str, str, Any], ...]) -> tuple[tuple[FlavorResource, Decimal], ...]:
+    """(flavor, resource) → quantity of one admission usage shape (shapes are shared: see `Held.settled_usage`)."""
+    return tuple(((flavor, resource), parse_quantity(q)) for flavor, resource, q in usage)
+
+
+def _releases(snap: Snapshot, cq: str, after: datetime) -> Sequence[Release]:
+    """Finished workloads of `cq` that finished after `after`, newest first, each with the cumulative quota
+    released from the newest down to it (their status.admission still says what they held).
+
+    Only releases after a pending workload's start can explain when it began to fit, and the cumulative sums of
+    the newest ones do not depend on older ones: so the list is extended (and memoised per ClusterQueue) only as
+    far back as a caller asks. The quota comes from each Workload's index keys (`Held.settled_usage`): finished
+    Workloads are not decoded; a quantity that does not parse leaves its Workload out, as a malformed one is."""
+    state: _Releases = snap.memo(("guarantees:releases", cq), _Releases)
+    entries = finished_newest_first(snap, cq)
+    while state.next < len(entries) and entries[state.next][0] > after:
+        when, held = entries[state.next]
+        state.next += 1
+        try:
+            usage = _parsed_usage(held.settled_usage) if _hashable(held.settled_usage) else tuple(
+                ((flavor, resource), parse_quantity(q)) for flavor, resource, q in held.settled_usage)
+        except QuantityError:
+            continue
+        if not usage:
+            continue
+        for fr, q in usage:
+            state.held[fr] += q
+        if len(state.entries) % _CHECKPOINT == 0:
+            state.checkpoints.append(dict(state.held))
+        state.entries.append((when, held, usage))
+    # newest first: the releases after `after` are a prefix
+    n = bisect_left(state.entries, -after.timestamp(), key=lambda e: -e[0].timestamp())
+    while n < len(state.entries) and state.entries[n][0] > after:  # equal instants (rounding): not after
+        n += 1
+    while n > 0 and not state.entries[n - 1][0] > after:
+        n -= 1
+    return _ReleaseList(state, n)
+
+
+def _hashable(usage: tuple[tuple[str, str, Any], ...]) -> bool:
+    return all(isinstance(q, str) for _, _, q in usage)
+
+
+def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
+                  now: datetime) -> tuple[datetime | None, list[str]]:
+    """Start of the latest unbroken run (ending at the newest sample) where nominal − reservation covered the
+    request in every chosen (flavor, resource) that has both series; None when no such series exist."""
     runs: list[float] = []
     selectors: list[str] = []
-    for (flavor, resource), need in requests:
+    for (flavor, resource), need in sorted(fit.requests().items()):
         nominal = store.select("kueue_cluster_queue_nominal_quota", cluster_queue=cq, flavor=flavor,
                                resource=resource)
         reserved = store.select("kueue_cluster_queue_resource_reservation", cluster_queue=cq, flavor=flavor,
@@ -236,7 +314,8 @@ def _metric_run(store: MetricStore, cq: str, requests: tuple[tuple[FlavorResourc
         runs.append(start)
     if not runs:
         return None, []
-    return max(runs), selectors
+    since = datetime.fromtimestamp(max(runs), UTC)
+    return max(since, floor), selectors
 
 
 def _run_start(nominal: Series, reserved: Series, need: Decimal, now: float) -> float | None:
@@ -253,19 +332,11 @@ def _run_start(nominal: Series, reserved: Series, need: Decimal, now: float) -> 
     return start
 
 
-def _released_after(snap: Snapshot, cq: str, since: datetime) -> int:
-    """How many of `_releases(snap, cq)` (newest first) finished after `since`: a binary search over their times,
-    indexed once per ClusterQueue."""
-    ascending = snap.memo(("guarantees:release-times", cq), lambda: [r[0] for r in reversed(_releases(snap, cq))])
-    return len(ascending) - bisect_right(ascending, since)
-
-
 def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     """The guarantee violation of one pending workload; None when it does not fit in unused nominal quota."""
     if not is_pending(w):
         return None
-    shape = fit_shape(w)
-    fit = nominal_fit(snap, w, shape=shape)
+    fit = nominal_fit(snap, w)
     if fit is None or not fit.fits:
         return None
     cq = fit_cq(snap, w)
@@ -274,41 +345,44 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     notes: list[str] = []
     released_by: WorkloadView | None = None
     if since0 is not None:
-        releases = _releases(snap, cq)  # newest first: those after since0 are the first `after` of them
-        after = _released_after(snap, cq, since0)
+        releases = _releases(snap, cq, since0)  # newest first
         # Adding back more released quota can only make the fit worse: binary-search the first release
-        # (newest first) without which the workload would not have fitted. Whether adding back the releases
-        # down to one of them still fits depends on the ClusterQueue and the workload's shape only (one quota
-        # fit per shape, `pending_fit`), so the probes are shared by every workload of that shape.
-        fitted = pending_fit(snap, w, shape)
-        misses: dict[int, bool] = snap.memo(("guarantees:release-misses", cq, shape), dict)
-        lo, hi = 0, after
+        # (newest first) without which the workload would not have fitted.
+        lo, hi = 0, len(releases)
+        shape = _shape(snap, w)
         while lo < hi:
             mid = (lo + hi) // 2
-            if mid not in misses:
-                misses[mid] = fitted is not None and not _fit_nominal(fitted, releases[mid][2]).fits
-            if misses[mid]:
+            if _fails_without(snap, w, cq, shape, releases, mid):
                 hi = mid
             else:
                 lo = mid + 1
-        if lo < after:
-            when, other, _ = releases[lo]
-            since, source = when, f"Workload {other.ref()} finished at {_iso(when)} and freed the quota"
+        if lo < len(releases):
+            when, held, _ = releases[lo]
+            since, source = when, f"Workload {held.namespace}/{held.name} finished at {_iso(when)} and freed the quota"
             notes.append(source)
-            released_by = other
+            released_by = finished_view(snap, held)
     selectors: list[str] = []
     store = metric_store(snap)
     if store and since is not None:
-        requests = tuple(sorted(fit.requests().items()))
-        run, selectors = snap.memo(("guarantees:metric-run", cq, requests),
-                                   lambda: _metric_run(store, cq, requests, snap.now))
-        msince = max(datetime.fromtimestamp(run, UTC), since) if run is not None else None
+        msince, selectors = _metric_since(store, cq, fit, since, snap.now)
         if msince is not None and msince > since:
             since, source = msince, f"metrics: unused nominal quota covered the request since {_iso(msince)}"
             notes.append(source)
     seconds = snap.age_seconds(since) if since is not None else None
     return Violation(w, cq, fit, since0, source0, since, source, seconds, tuple(notes), tuple(selectors),
                      released_by)
+
+
+def _fails_without(snap: Snapshot, w: WorkloadView, cq: str, shape: tuple[tuple[object, ...], ...],
+                   releases: Sequence[Release], i: int) -> bool:
+    """Would `w` not fit with releases 0..i (newest first) still held? The same for every pending workload of
+    the same shape in `cq` (release i is the same Workload for all of them): memoised on that."""
+
+    def probe() -> bool:
+        again = nominal_fit(snap, w, releases[i][2])
+        return again is not None and not again.fits
+
+    return snap.memo(("guarantees:fails-without", cq, shape, i), probe)
 
 
 def fit_cq(snap: Snapshot, w: WorkloadView) -> str:

@@ -27,7 +27,8 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 
-from kueuediag.errors import ClusterUnavailable
+from kueuediag.analysis.messages import PendingMessage, ReasonKind, parse_pending_message
+from kueuediag.errors import ClusterUnavailable, InputError
 from kueuediag.live.kube import (
     KUEUE_GROUP,
     VISIBILITY_GROUP,
@@ -41,6 +42,8 @@ from kueuediag.live.kube import (
 )
 from kueuediag.live.options import LiveOptions
 from kueuediag.live.sanitize import sanitize_log, sanitize_metrics, sanitize_owned_object
+from kueuediag.quantity import parse_quantity
+from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.model import DROPPED_KINDS
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
@@ -56,6 +59,12 @@ KUEUE_PLURALS = {
     "LocalQueue": "localqueues", "Workload": "workloads",
 }
 MAX_LOG_BYTES = 32 * 1024 * 1024
+MAX_NAMESPACE_LISTS = 10
+"""live `why` lists the Workloads of at most this many further namespaces one by one; beyond that, one paginated
+cluster-wide LIST costs fewer requests"""
+COHORT_WHAT = "cohort-wide usage (all namespaces)"
+"""names no snapshot part: a researcher who may read only their namespace still gets a diagnosis"""
+COHORT_NEED = "list {}.kueue.x-k8s.io across all namespaces"
 MAX_VISIBILITY_QUEUES = 200
 """`snapshot` asks the visibility API about at most this many queues (one request each)."""
 
@@ -78,6 +87,8 @@ class Collector:
         self.kueue_image_version: str | None = None
         self.cohort_complete = False
         """every Workload of the target's cohort tree was read (all namespaces)"""
+        self.workload_namespaces: set[str] = set()
+        """otherwise: the namespaces whose Workloads were all read (the manifest's `namespaces`)"""
         self.scope: dict[str, Any] | None = None
         self.started = time.monotonic()
         self.captured_at = datetime.now(UTC).replace(microsecond=0)
@@ -250,28 +261,60 @@ class Collector:
                 self.attempt(f"owner {kind} {ns}/{name} (get)", f"get {res['name']}.{group or 'core'}",
                              partial(self._get_add, path, kind, api), soft=True)
 
-    def cluster_workloads(self, cq_names: set[str], namespaces_done: set[str]) -> None:
-        """Workloads (and LocalQueues) of the given ClusterQueues across all namespaces: one paginated LIST."""
+    def tree_workloads(self, target_cqs: set[str], tree_cqs: set[str], namespace: str,
+                       targets: list[dict[str, Any]]) -> None:
+        """The Workloads `why` needs from the target's cohort tree, beyond the target's namespace (issue 11).
+
+        Kueue's own record of each ClusterQueue's usage (``status.flavorsReservation``, with ``borrowed``) gives
+        the quota numbers of the whole tree, so Workloads are read only where they name holders: the namespaces
+        that submit to the target's ClusterQueue (its own holders, its queue order, preemption within it) and,
+        for a flavor the target's pending message names that its ClusterQueue holds none of, the namespaces of
+        the ClusterQueues that hold it (the cohort's holders, which `why` names then). The manifest then lists
+        the namespaces read (``namespaces``), so the quota tree takes usage from status. When a ClusterQueue of
+        the tree has no usage record (not readable, or not written), every Workload of the tree is read, as
+        when the target waits for the preemption of victims (they may be in any ClusterQueue of the tree) and
+        when more than :data:`MAX_NAMESPACE_LISTS` namespaces would be (one paginated LIST costs less then).
+        """
         lq_path, wl_path = self.kueue_path("LocalQueue"), self.kueue_path("Workload")
-        if not (lq_path and wl_path) or not cq_names:
+        if not (lq_path and wl_path) or not tree_cqs:
             return
-        what = "cohort-wide usage (all namespaces)"
-        need = "list {}.kueue.x-k8s.io across all namespaces"
-        self.options.say("listing Workloads of the cohort's ClusterQueues")
-        lqs = self.attempt(what, need.format("localqueues"), lambda: self.client.list_items(lq_path, kind="LocalQueue",
-                                                                   api_version=self.api_version()))
+        self.options.say("listing the LocalQueues of the cohort's ClusterQueues")
+        lqs = self.attempt(COHORT_WHAT, COHORT_NEED.format("localqueues"), partial(
+            self.client.list_items, lq_path, kind="LocalQueue", api_version=self.api_version()))
         if lqs is None:
             return
-        lq_cq = {((q.get("metadata") or {}).get("namespace"), (q.get("metadata") or {}).get("name")):
-                 (q.get("spec") or {}).get("clusterQueue") for q in lqs}
-        wls = self.attempt(what, need.format("workloads"), lambda: self.client.list_items(wl_path, kind="Workload",
-                                                                   api_version=self.api_version()))
+        lq_cq = {_nsname(q): (q.get("spec") or {}).get("clusterQueue") for q in lqs}
+        self.add(q for q in lqs if lq_cq.get(_nsname(q)) in tree_cqs)
+        by_name = {str((o.get("metadata") or {}).get("name")): o for o in self.of_kind("ClusterQueue")}
+        if not all(_usage_record(by_name.get(cq)) is not None for cq in tree_cqs) or _awaits_preemption(targets):
+            self.cluster_workloads(tree_cqs, lq_cq)
+            return
+        needed = set(target_cqs) | _cohort_holder_queues(target_cqs, tree_cqs, targets, by_name)
+        spaces = sorted({str(ns) for (ns, _), cq in lq_cq.items() if cq in needed and ns} - {namespace})
+        if len(spaces) > MAX_NAMESPACE_LISTS:
+            self.cluster_workloads(tree_cqs, lq_cq)
+            return
+        for ns in spaces:
+            path = self.kueue_path("Workload", ns)
+            got = self.attempt(f"quota holders in namespace {ns} (list)",
+                               f"list workloads.kueue.x-k8s.io in namespace {ns}",
+                               partial(self.client.list_items, str(path), kind="Workload",
+                                       api_version=self.api_version()))
+            if got is not None:
+                self.add(got)
+                self.workload_namespaces.add(ns)
+
+    def cluster_workloads(self, cq_names: set[str], lq_cq: dict[tuple[Any, Any], Any]) -> None:
+        """Every Workload of the given ClusterQueues across all namespaces: one paginated LIST."""
+        wl_path = self.kueue_path("Workload")
+        if not wl_path:
+            return
+        self.options.say("listing Workloads of the cohort's ClusterQueues")
+        wls = self.attempt(COHORT_WHAT, COHORT_NEED.format("workloads"), partial(
+            self.client.list_items, wl_path, kind="Workload", api_version=self.api_version()))
         if wls is None:
             return
-        keep_lq = [q for q in lqs if lq_cq.get(_nsname(q)) in cq_names]
-        keep_wl = [w for w in wls if _workload_cq(w, lq_cq) in cq_names]
-        self.add(keep_lq)
-        self.add(keep_wl)
+        self.add(w for w in wls if _workload_cq(w, lq_cq) in cq_names)
         self.cohort_complete = True
 
     def nodes_and_bound_pods(self, flavor_names: set[str] | None) -> None:
@@ -401,7 +444,8 @@ class Collector:
             manifest["scope"] = self.scope
         if self.notes:
             manifest["notes"] = list(dict.fromkeys(self.notes))
-        objs = [self.objects[k] for k in sorted(self.objects, key=lambda k: (k[0], k[1] or "", k[2]))]
+        objs: list[dict[str, Any] | Held] = [self.objects[k] for k in sorted(self.objects,
+                                                                          key=lambda k: (k[0], k[1] or "", k[2]))]
         return RawSnapshot(source=f"live:{self.client.cluster or 'cluster'}", manifest=manifest, objects=objs,
                            metrics=dict(self.metrics), logs=dict(self.logs))
 
@@ -445,7 +489,8 @@ def collect(target: str, namespace: str | None, options: LiveOptions,
     _fetch_missing_cluster_queues(c, cqs)
 
     tree_cqs = _cohort_tree_cluster_queues(c, cqs)
-    c.cluster_workloads(tree_cqs, {ns})
+    c.workload_namespaces.add(ns)
+    c.tree_workloads(cqs, tree_cqs, ns, targets)
     flavors = _flavors_of(c, tree_cqs)
     c.nodes_and_bound_pods(flavors)
     c.cluster_scoped_events("ClusterQueue", cqs)
@@ -457,8 +502,8 @@ def collect(target: str, namespace: str | None, options: LiveOptions,
     c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
     c.scope = {"target": target, "namespace": ns, "clusterQueues": sorted(tree_cqs)}
     # With every Workload of the cohort tree in hand, quota can be recomputed from Workloads exactly as for a
-    # cluster-wide snapshot; otherwise say the snapshot is limited to the target's namespace.
-    return c.raw(None if c.cohort_complete else [ns])
+    # cluster-wide snapshot; otherwise say which namespaces were read, so quota comes from ClusterQueue status.
+    return c.raw(None if c.cohort_complete else sorted(c.workload_namespaces))
 
 
 def collect_cluster(namespaces: list[str] | None, since: timedelta | None, options: LiveOptions,
@@ -599,6 +644,58 @@ def _fetch_missing_cluster_queues(c: Collector, cqs: set[str]) -> None:
         # The GET worked: the target's ClusterQueue is visible, so the part is usable.
         c.errors = [e for e in c.errors if e["what"] != "clusterqueues (list)"]
         c.notes.append("clusterqueues (list) forbidden; read the target's ClusterQueue by GET")
+
+
+def _usage_record(cq: dict[str, Any] | None) -> list[Any] | None:
+    """Kueue's record of the quota a ClusterQueue's workloads hold (status.flavorsReservation), or None."""
+    record = ((cq or {}).get("status") or {}).get("flavorsReservation")
+    return record if isinstance(record, list) else None
+
+
+def _reserves(cq: dict[str, Any] | None, flavor: str, resource: str | None) -> bool:
+    """Whether the ClusterQueue's usage record shows quota held in `flavor` (of `resource`, when given)."""
+    for entry in _usage_record(cq) or ():
+        if not isinstance(entry, dict) or entry.get("name") != flavor:
+            continue
+        for r in entry.get("resources") or ():
+            if not isinstance(r, dict) or (resource is not None and r.get("name") != resource):
+                continue
+            try:
+                if parse_quantity(r.get("total") or 0) > 0:
+                    return True
+            except InputError:
+                return True  # unreadable: read the holders rather than assume none
+    return False
+
+
+def _pending_messages(targets: list[dict[str, Any]]) -> list[tuple[str, PendingMessage]]:
+    """(reason, parsed message) of each target's QuotaReserved=False condition."""
+    out = []
+    for w in targets:
+        for cond in (w.get("status") or {}).get("conditions") or ():
+            if isinstance(cond, dict) and cond.get("type") == "QuotaReserved" and cond.get("status") == "False":
+                out.append((str(cond.get("reason") or ""), parse_pending_message(str(cond.get("message") or ""))))
+    return out
+
+
+def _awaits_preemption(targets: list[dict[str, Any]]) -> bool:
+    """Whether a target waits for preempted workloads (its victims, which `why` names, may be anywhere in the
+    cohort tree)."""
+    return any(pm.preempting or pm.has(ReasonKind.OVERLAPPING_TARGETS, ReasonKind.OVERLAPPING_DEFERRED)
+               or reason == "WaitingForPreemptedWorkloads" for reason, pm in _pending_messages(targets))
+
+
+def _cohort_holder_queues(target_cqs: set[str], tree_cqs: set[str], targets: list[dict[str, Any]],
+                          by_name: dict[str, dict[str, Any]]) -> set[str]:
+    """ClusterQueues of the tree whose Workloads `why` names as the cohort's holders: those holding a (flavor,
+    resource) the target's pending message says is short, when the target's own ClusterQueue holds none of it."""
+    short = {(r.flavor, r.resource) for _, pm in _pending_messages(targets)
+             for r in pm.of(ReasonKind.INSUFFICIENT_UNUSED_QUOTA) if r.flavor}
+    out: set[str] = set()
+    for flavor, resource in short:
+        if not any(_reserves(by_name.get(cq), flavor, resource) for cq in target_cqs):
+            out |= {cq for cq in tree_cqs if _reserves(by_name.get(cq), flavor, resource)}
+    return out
 
 
 def _cohort_of(cq: dict[str, Any]) -> str | None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from kueuediag import jsonload
 from kueuediag.errors import ClusterUnavailable, InputError
 from kueuediag.live.bounded import BodyTooLarge, backoff_delay, read_body, retry_after
 
@@ -99,11 +100,13 @@ class ClientStats:
     retries: int = 0
     errors: int = 0
     by_status: dict[int, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    """time spent in requests (sending, waiting, reading the bodies): the transfer, without decoding"""
 
     def summary(self) -> str:
         statuses = ", ".join(f"{k}×{v}" for k, v in sorted(self.by_status.items()))
         return (f"{self.requests} requests, {self.bytes} bytes, {self.retries} retries"
-                + (f" (HTTP {statuses})" if statuses else ""))
+                + (f" (HTTP {statuses})" if statuses else "") + f", {self.seconds:.2f} s transferring")
 
 
 @dataclass(frozen=True)
@@ -219,7 +222,9 @@ class KubeClient:
         return self.max_retries is not None and attempt > self.max_retries
 
     def _record(self, method: str, path: str, status: int, size: int, start: float, attempt: int) -> None:
-        self.log.append(RequestRecord(method, path, status, size, round(self._clock() - start, 4), attempt))
+        seconds = self._clock() - start
+        self.log.append(RequestRecord(method, path, status, size, round(seconds, 4), attempt))
+        self.stats.seconds += seconds
         self.stats.requests += 1
         self.stats.bytes += size
         self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
@@ -379,7 +384,7 @@ def resource_path(group: str, version: str, plural: str, namespace: str | None =
 
 def _decode(body: bytes, path: str) -> dict[str, Any]:
     try:
-        doc = json.loads(body)
+        doc = jsonload.loads(body)
     except ValueError:
         raise KubeError(200, path, "response is not JSON") from None
     if not isinstance(doc, dict):

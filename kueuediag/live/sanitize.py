@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import copy
 import re
+from functools import lru_cache
 from typing import Any
 
-from kueuediag.snapshot.model import LAST_APPLIED
+from kueuediag.snapshot.held import LAST_APPLIED
 
 REDACTED = "<redacted>"
 SECRET_WORDS = ("password", "passwd", "secret", "token", "apikey", "api-key", "api_key", "credential",
@@ -51,6 +52,24 @@ _FLAG_SPACE_VALUE = re.compile(
     r"(?<![A-Za-z0-9_])(--?[A-Za-z][A-Za-z0-9_.-]*)(\s+)(\"[^\"]*\"|'[^']*'|[^\s\"'-][^\s]*)")
 _TRIGGER = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred|dsn|cookie|session|bearer|basic|digest|://")
 """cheap pre-filter: strings without any of these cannot hold a pattern the scrubbers look for"""
+_TRIGGER_MEMO: dict[str, bool] = {}
+_TRIGGER_MEMO_MAX = 200_000
+_TRIGGER_MEMO_LEN = 200
+
+
+def _may_hold_secret(text: str) -> bool:
+    """`_TRIGGER.search(text)`, remembered for short strings: a cluster's objects repeat the same values (images,
+    volume names, reasons, node names) thousands of times, and a dict lookup costs a fraction of a search."""
+    if len(text) > _TRIGGER_MEMO_LEN:
+        return _TRIGGER.search(text) is not None
+    hit = _TRIGGER_MEMO.get(text)
+    if hit is None:
+        if len(_TRIGGER_MEMO) >= _TRIGGER_MEMO_MAX:
+            _TRIGGER_MEMO.clear()
+        hit = _TRIGGER_MEMO[text] = _TRIGGER.search(text) is not None
+    return hit
+
+
 _SENSITIVE_ENV_KEY = re.compile(r"(?i)(password|passwd|secret|token|apikey|api_key|credential|passphrase)")
 _NOT_FREE_TEXT = frozenset({"name", "namespace", "uid", "resourceVersion", "kind", "apiVersion", "type", "status",
                             "reason", "phase", "creationTimestamp", "lastTransitionTime", "nodeName", "image",
@@ -62,8 +81,10 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[-_.\s/]+", name.strip().lower()) if w]
 
 
+@lru_cache(maxsize=8192)
 def secretish(name: str) -> bool:
-    """Does a flag, key or header name say that its value is secret material?"""
+    """Does a flag, key or header name say that its value is secret material? (Cached: a cluster's objects
+    repeat the same few flag and key names thousands of times.)"""
     bare = name.lstrip("-").lower()
     if not bare:
         return False
@@ -102,7 +123,7 @@ def sanitize_args(args: list[Any]) -> list[Any]:
 
 def scrub_text(text: str) -> str:
     """Replace secrets in free text (a message, a shell script, a log line), keeping the words around them."""
-    if not _TRIGGER.search(text):
+    if not _may_hold_secret(text):
         return text
     text = _URL_CRED.sub(lambda m: m.group(1) + REDACTED + "@", text)
     text = _AUTH_HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
@@ -169,29 +190,42 @@ def _walk(node: Any, key: str | None = None, depth: int = 0) -> Any:
 
     Values are replaced in place (a dict's keys never change while it is walked); only strings that the cheap
     `_TRIGGER` pre-filter matches reach the scrubbers. A live collection walks every string of every object it
-    keeps, so this loop is a large part of its CPU time.
+    keeps, so this loop is most of its CPU time: exact-type tests come first (decoded JSON holds only plain
+    dicts, lists and strs), `isinstance` catches subclasses after them, and the pre-filter's memo is read inline.
     """
     if depth > 40:
         return node
     if isinstance(node, dict):
-        if isinstance(node.get("containers"), list):
+        if "containers" in node and isinstance(node["containers"], list):
             _sanitize_pod_spec(node)
-        if isinstance(node.get("annotations"), dict) or isinstance(node.get("labels"), dict):
+        if ("annotations" in node or "labels" in node) and (
+                isinstance(node.get("annotations"), dict) or isinstance(node.get("labels"), dict)):
             sanitize_metadata(node)
         for k, v in node.items():
-            if isinstance(v, str):
-                if k not in _NOT_FREE_TEXT and _TRIGGER.search(v):
-                    node[k] = scrub_text(v)
-            elif isinstance(v, (dict, list)) and k not in ("annotations", "labels"):  # those: sanitize_metadata
-                node[k] = _walk(v, k, depth + 1)
+            t = type(v)
+            if t is str or (t is not dict and t is not list and isinstance(v, str)):
+                if k not in _NOT_FREE_TEXT:
+                    hit = _TRIGGER_MEMO.get(v)
+                    if hit is None:
+                        hit = _may_hold_secret(v)
+                    if hit:
+                        node[k] = scrub_text(v)
+            elif (t is dict or t is list or isinstance(v, (dict, list))) and k not in ("annotations", "labels"):
+                _walk(v, k, depth + 1)  # those two: sanitize_metadata
         return node
     if isinstance(node, list):
+        free_text = key not in _NOT_FREE_TEXT
         for i, item in enumerate(node):
-            if isinstance(item, str):
-                if key not in _NOT_FREE_TEXT and _TRIGGER.search(item):
-                    node[i] = scrub_text(item)
-            elif isinstance(item, (dict, list)):
-                node[i] = _walk(item, key, depth + 1)
+            t = type(item)
+            if t is str or (t is not dict and t is not list and isinstance(item, str)):
+                if free_text:
+                    hit = _TRIGGER_MEMO.get(item)
+                    if hit is None:
+                        hit = _may_hold_secret(item)
+                    if hit:
+                        node[i] = scrub_text(item)
+            elif t is dict or t is list or isinstance(item, (dict, list)):
+                _walk(item, key, depth + 1)
         return node
     if isinstance(node, str) and key not in _NOT_FREE_TEXT:
         return scrub_text(node)

@@ -32,6 +32,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from kueuediag.errors import InputError
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
@@ -52,6 +54,16 @@ def _json_value(value: Any) -> Any:
     return str(value)
 
 
+def _list_json(doc: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON of one List, with orjson (several times faster than :mod:`json` on a large cluster's
+    Workloads and Jobs); what orjson refuses (integers beyond 64 bits, lone surrogates) is written by :mod:`json`,
+    to the same text."""
+    try:
+        return orjson.dumps(doc, default=_json_value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z) + b"\n"
+    except (TypeError, orjson.JSONEncodeError):
+        return (json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_json_value) + "\n").encode()
+
+
 def _safe(part: str) -> str:
     cleaned = _SAFE.sub("_", part).strip("._") or "_"
     return cleaned[:120]
@@ -66,15 +78,14 @@ def snapshot_files(raw: RawSnapshot) -> dict[str, bytes]:
         "manifest.json": (json.dumps(manifest, indent=2, sort_keys=False) + "\n").encode(),
     }
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for obj in raw.objects:
+    for obj in raw.dicts():
         ns = (obj.get("metadata") or {}).get("namespace")
         kind = str(obj.get("kind") or "Unknown")
         where = f"objects/namespaces/{_safe(ns)}/{_safe(kind.lower())}.json" if ns else \
             f"objects/cluster/{_safe(kind.lower())}.json"
         groups[where].append(obj)
     for where, objs in sorted(groups.items()):
-        doc = {"apiVersion": "v1", "kind": "List", "items": objs}
-        files[where] = (json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_json_value) + "\n").encode()
+        files[where] = _list_json({"apiVersion": "v1", "kind": "List", "items": objs})
     for rel, text in sorted(raw.metrics.items()):
         files[_under("metrics", rel, (".om", ".txt", ".prom"), ".om")] = text.encode()
     for rel, text in sorted(raw.logs.items()):

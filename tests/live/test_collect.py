@@ -32,11 +32,10 @@ def test_scope_of_a_target(api_server: ServerFactory, tmp_path: Path) -> None:
     with api_server() as srv:
         raw = collect_for_why("job/llm-finetune", "team-a", opts(srv, tmp_path))
         requests = list(srv.cluster.requests)
-    # the target's namespace, the whole cohort tree's ClusterQueues and their Workloads — not `misc`
-    assert {n for _, n in keys(raw, "Workload")} == {
-        w for w in (o["metadata"]["name"] for o in raw.objects if o["kind"] == "Workload")}
+    # the target's namespace and the whole cohort tree's queues — not `misc`; Workloads only where they name the
+    # holders of team-a's quota (team-a itself: team-b's usage is Kueue's record, ClusterQueue status)
     wl_ns = {ns for ns, _ in keys(raw, "Workload")}
-    assert wl_ns == {"team-a", "team-b"}
+    assert wl_ns == {"team-a"}
     assert ("team-b", "team-b-queue") in keys(raw, "LocalQueue")
     assert ("batch-misc", "misc") not in keys(raw, "LocalQueue")
     assert {n for _, n in keys(raw, "Cohort")} == {"org", "research"}
@@ -62,8 +61,8 @@ def test_scope_of_a_target(api_server: ServerFactory, tmp_path: Path) -> None:
     m = raw.manifest
     assert m["format"] == "kueuediag-snapshot/v1" and m["cluster"] == "prod-gpu-1"
     assert m["kueueVersion"] == "v0.19.2" and m["errors"] == []
-    # every Workload of the cohort tree was read, so the snapshot is not "limited to team-a" for quota math
-    assert "namespaces" not in m
+    # the namespaces whose Workloads were all read: quota math takes the tree's usage from ClusterQueue status
+    assert m["namespaces"] == ["team-a"]
     assert m["scope"] == {"target": "job/llm-finetune", "namespace": "team-a", "clusterQueues": ["team-a", "team-b"]}
     # read-only, no Secrets, no per-node or per-pod requests
     assert {r.method for r in requests} == {"GET"}
@@ -187,11 +186,14 @@ def test_request_count_is_bounded_for_a_large_cluster(api_server: ServerFactory,
         counts.append(len(reqs))
         assert {r.method for r in reqs} == {"GET"}
         assert not any(r.path.startswith("/api/v1/nodes/") or "/pods/" in r.path for r in reqs)
-    # one cohort: every ClusterQueue's Workloads and all 300 nodes and 1,200 pods are collected
+    # one cohort: all 300 nodes and 1,200 pods are collected; Workloads only of the target's ClusterQueue (its
+    # namespace), the other 39 ClusterQueues' usage is their status
     assert len([o for o in raw.objects if o["kind"] == "Node"]) == 300
-    assert len([o for o in raw.objects if o["kind"] == "Workload"]) == 40 * 60 + 1
+    assert {o["metadata"]["namespace"] for o in raw.objects if o["kind"] == "Workload"} == {"team-000"}
+    assert len([o for o in raw.objects if o["kind"] == "Workload"]) == 60 + 1
     assert len([o for o in raw.objects if o["kind"] == "Pod"]) == 1200
-    # 2,400 Workloads and 1,200 Pods cost only extra pages (500 per page), not a request per object
+    assert not [r.path for r in reqs if r.path.endswith("/workloads") and "/namespaces/" not in r.path]
+    # 1,200 Pods cost only extra pages (500 per page), not a request per object
     assert counts[1] - counts[0] <= 10, counts
     assert counts[1] <= 40, counts
 
