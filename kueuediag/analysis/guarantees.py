@@ -294,13 +294,15 @@ def _hashable(usage: tuple[tuple[str, str, Any], ...]) -> bool:
     return all(isinstance(q, str) for _, _, q in usage)
 
 
-def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
-                  now: datetime) -> tuple[datetime | None, list[str]]:
-    """Start of the latest unbroken run (ending at the newest sample) where nominal − reservation covered the
-    request in every chosen (flavor, resource) that has both series; None when no such series exist."""
+def _metric_run(store: MetricStore, cq: str, requests: tuple[tuple[FlavorResource, Decimal], ...],
+                now: datetime) -> tuple[float | None, list[str]]:
+    """Start (epoch seconds) of the latest unbroken run (ending at the newest sample) where nominal − reservation
+    covered the request in every chosen (flavor, resource) that has both series, and the series read; None when
+    no such series exist or one never covered it. The same for every workload of a ClusterQueue requesting the
+    same amounts, so `violation_for` memoises it; the violation starts at the later of it and the pending time."""
     runs: list[float] = []
     selectors: list[str] = []
-    for (flavor, resource), need in sorted(fit.requests().items()):
+    for (flavor, resource), need in requests:
         nominal = store.select("kueue_cluster_queue_nominal_quota", cluster_queue=cq, flavor=flavor,
                                resource=resource)
         reserved = store.select("kueue_cluster_queue_resource_reservation", cluster_queue=cq, flavor=flavor,
@@ -314,8 +316,7 @@ def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
         runs.append(start)
     if not runs:
         return None, []
-    since = datetime.fromtimestamp(max(runs), UTC)
-    return max(since, floor), selectors
+    return max(runs), selectors
 
 
 def _run_start(nominal: Series, reserved: Series, need: Decimal, now: float) -> float | None:
@@ -364,7 +365,10 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     selectors: list[str] = []
     store = metric_store(snap)
     if store and since is not None:
-        msince, selectors = _metric_since(store, cq, fit, since, snap.now)
+        requests = tuple(sorted(fit.requests().items()))
+        run, selectors = snap.memo(("guarantees:metric-run", cq, requests),
+                                   lambda: _metric_run(store, cq, requests, snap.now))
+        msince = max(datetime.fromtimestamp(run, UTC), since) if run is not None else None
         if msince is not None and msince > since:
             since, source = msince, f"metrics: unused nominal quota covered the request since {_iso(msince)}"
             notes.append(source)
