@@ -28,6 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from kueuediag.models import Finding, Fix, FixStatus, Patch
+from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 
@@ -262,15 +263,25 @@ def _json_patch(doc: dict[str, Any], ops: Iterable[dict[str, Any]]) -> dict[str,
     return out
 
 
-def _matches(obj: dict[str, Any], patch: Patch) -> bool:
+def _identity(obj: dict[str, Any] | Held) -> tuple[Any, Any, Any]:
+    """(kind, namespace, name) of a decoded object or a held one (which stays undecoded)."""
+    if isinstance(obj, Held):
+        return obj.kind, obj.namespace, obj.name
     meta = obj.get("metadata") or {}
-    return bool(obj.get("kind") == patch.kind and meta.get("name") == patch.name
-                and (patch.namespace is None or meta.get("namespace") == patch.namespace))
+    return obj.get("kind"), meta.get("namespace"), meta.get("name")
 
 
-def _is(obj: dict[str, Any], kind: str, namespace: str | None, name: str) -> bool:
-    meta = obj.get("metadata") or {}
-    return bool(obj.get("kind") == kind and meta.get("name") == name and meta.get("namespace") == namespace)
+def _decoded(obj: dict[str, Any] | Held) -> dict[str, Any]:
+    return obj.obj() if isinstance(obj, Held) else obj
+
+
+def _matches(obj: dict[str, Any] | Held, patch: Patch) -> bool:
+    kind, namespace, name = _identity(obj)
+    return bool(kind == patch.kind and name == patch.name and (patch.namespace is None or namespace == patch.namespace))
+
+
+def _is(obj: dict[str, Any] | Held, kind: str, namespace: str | None, name: str) -> bool:
+    return _identity(obj) == (kind, namespace, name)
 
 
 def _forget_pending(workload: dict[str, Any]) -> dict[str, Any]:
@@ -291,14 +302,15 @@ def apply(raw: RawSnapshot, patch: Patch, pending: tuple[str | None, str] | None
     A patched object loses its `status` (controllers rewrite it from the new spec), and the target Workload
     (`pending`: namespace, name) loses the False conditions that recorded why it waited before the change, so the
     checks judge the new spec instead of stale messages."""
-    objects: list[dict[str, Any]] = []
+    objects: list[dict[str, Any] | Held] = []
     if patch.create:
         items = _created(patch.create)
         if any(_is(o, str(i.get("kind")), (i.get("metadata") or {}).get("namespace"),
                    str((i.get("metadata") or {}).get("name"))) for i in items for o in raw.objects):
             return None  # `kubectl create` fails on an existing object: the fix would not run
         # Kueue re-evaluates whether its queues are active when an object they reference appears
-        kept = [_forget_active(o) if o.get("kind") in ("ClusterQueue", "LocalQueue") else o for o in raw.objects]
+        kept = [_forget_active(_decoded(o)) if _identity(o)[0] in ("ClusterQueue", "LocalQueue") else o
+                for o in raw.objects]
         return _with_target_reset(raw, [*kept, *copy.deepcopy(items)], pending)
     source = list(raw.objects)
     if patch.assumed and not any(_matches(obj, patch) for obj in raw.objects):
@@ -311,7 +323,7 @@ def apply(raw: RawSnapshot, patch: Patch, pending: tuple[str | None, str] | None
         hit = True
         if patch.delete:
             continue
-        changed = _merge(obj, patch.merge) if patch.merge else obj
+        changed = _merge(_decoded(obj), patch.merge) if patch.merge else _decoded(obj)
         changed = _json_patch(changed, patch.json_ops) if patch.json_ops else copy.deepcopy(changed)
         changed.pop("status", None)  # written by controllers from the old spec: they rewrite it after the change
         objects.append(changed)
@@ -337,10 +349,10 @@ def _forget_active(queue: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _with_target_reset(raw: RawSnapshot, objects: list[dict[str, Any]],
+def _with_target_reset(raw: RawSnapshot, objects: list[dict[str, Any] | Held],
                        pending: tuple[str | None, str] | None) -> RawSnapshot:
     if pending is not None:
-        objects = [_forget_pending(o) if _is(o, "Workload", *pending) else o for o in objects]
+        objects = [_forget_pending(_decoded(o)) if _is(o, "Workload", *pending) else o for o in objects]
     return RawSnapshot(source=raw.source, manifest=raw.manifest, objects=objects, metrics=raw.metrics,
                        logs=raw.logs)
 

@@ -15,13 +15,13 @@ from typing import Any
 import orjson
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | memoryview | str) -> Any:
     """Parse one JSON document; raises what :func:`json.loads` raises (ValueError, RecursionError...)."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         pass
-    return json.loads(data)
+    return json.loads(bytes(data) if isinstance(data, memoryview) else data)
 
 
 def loads_utf8(data: bytes) -> Any:

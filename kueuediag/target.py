@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueuediag.errors import InputError, TargetNotFound, TargetUnreadable
+from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.k8s import meta
-from kueuediag.snapshot.kueue import WorkloadView, cluster_queue_of, kueue_index, workload, workload_of, workloads
+from kueuediag.snapshot.kueue import WorkloadView, cluster_queue_of, kueue_index, workload, workload_of
 from kueuediag.snapshot.model import Snapshot
 
 KIND_ALIASES = {
@@ -144,21 +145,19 @@ def _through_workload_owner(snap: Snapshot, text: str, kind: str | None, name: s
     """The target's Workload found by its ownerReference when the target's own kind was not collected."""
     if kind == "Workload":
         return None
-    found = [workload_of(snap, o) for o in snap.of_kind("Workload")
-             if (namespace is None or meta(o).get("namespace") == namespace) and _owned_by(o, kind, name)]
+    found = [workload_of(snap, snap.obj(h)) for h in snap.entries("Workload")
+             if (namespace is None or h.namespace == namespace) and _owned_by(h, kind, name)]
     if len(found) != 1:
         return None
     w = found[0]
     return Target(query=text, namespace=w.namespace, workload=w, owner=None)
 
 
-def _owned_by(obj: dict[str, Any], kind: str | None, name: str) -> bool:
-    """The raw Workload names `kind/name` as its owner (read raw: a malformed Workload still resolves, then fails)."""
-    refs = meta(obj).get("ownerReferences")
-    return isinstance(refs, list) and any(
-        isinstance(r, dict) and r.get("name") == name
-        and (kind is None or str(r.get("kind", "")).lower() == kind.lower())
-        for r in refs)
+def _owned_by(held: Held, kind: str | None, name: str) -> bool:
+    """The Workload names `kind/name` as its owner (read from its index keys: a malformed Workload still
+    resolves, then fails)."""
+    return any(ref_name == name and (kind is None or str(ref_kind or "").lower() == kind.lower())
+               for _, ref_kind, ref_name, _ in held.owners)
 
 
 def _resolve_found(snap: Snapshot, text: str, kind: str | None, group: str | None, name: str,
@@ -197,7 +196,7 @@ def _resolve_workload(snap: Snapshot, text: str, name: str, namespace: str | Non
     else:
         # match raw objects, then build only those: junk in the named Workload is the target's (exit 2), while
         # `workloads()` would leave it out and report "not found"
-        found = [workload_of(snap, o) for o in snap.of_kind("Workload") if meta(o).get("name") == name]
+        found = [workload_of(snap, snap.obj(h)) for h in snap.entries("Workload") if h.name == name]
     if not found:
         raise TargetNotFound(f"{text}: no Workload named {name}{_in(namespace)}", _suggest(snap, name, namespace))
     if len(found) > 1:
@@ -218,29 +217,27 @@ def _find_objects(snap: Snapshot, kind: str | None, group: str | None, name: str
             continue
         if kind is not None and k.lower() != kind.lower():
             continue
-        for obj in snap.of_kind(k):
-            m = meta(obj)
-            if m.get("name") != name or not m.get("namespace"):
+        for h in snap.entries(k):
+            if h.name != name or not h.namespace:
                 continue
-            if namespace is not None and m.get("namespace") != namespace:
+            if namespace is not None and h.namespace != namespace:
                 continue
             if group is not None:
-                api_group = obj["apiVersion"].rpartition("/")[0]
+                api_group = h.api_version.rpartition("/")[0]
                 if api_group != group and not (group == "" and api_group == ""):
                     continue
-            out.append(obj)
+            out.append(snap.obj(h))
     return out
 
 
-def _workload_objects_by_job_uid(snap: Snapshot) -> dict[tuple[str, str], dict[str, Any]]:
-    """Workload objects by (namespace, `kueue.x-k8s.io/job-uid` label), read from the raw objects so that
-    resolving one target does not normalise every Workload."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for obj in snap.of_kind("Workload"):
-        labels = meta(obj).get("labels")
-        job_uid = labels.get("kueue.x-k8s.io/job-uid") if isinstance(labels, dict) else None
+def _workload_objects_by_job_uid(snap: Snapshot) -> dict[tuple[str, str], Held]:
+    """Workloads by (namespace, `kueue.x-k8s.io/job-uid` label), read from their index keys so that resolving
+    one target decodes and normalises only its own Workload."""
+    out: dict[tuple[str, str], Held] = {}
+    for h in snap.entries("Workload"):
+        job_uid = h.labels.get("kueue.x-k8s.io/job-uid")
         if isinstance(job_uid, str) and job_uid:
-            out[(str(meta(obj).get("namespace") or ""), job_uid)] = obj
+            out[(h.namespace or "", job_uid)] = h
     return out
 
 
@@ -250,9 +247,9 @@ def workload_for_owner(snap: Snapshot, owner: dict[str, Any]) -> WorkloadView | 
     uid, ns = m.get("uid"), m.get("namespace")
     if uid:
         by_label = snap.memo("workload-objects-by-job-uid", lambda: _workload_objects_by_job_uid(snap))
-        obj = by_label.get((str(ns or ""), str(uid)))
-        if obj is not None:
-            return workload_of(snap, obj)
+        held = by_label.get((str(ns or ""), str(uid)))
+        if held is not None:
+            return workload_of(snap, snap.obj(held))
         for child in snap.children(uid):
             if child.get("kind") == "Workload":
                 return workload(snap, meta(child).get("namespace") or "", meta(child).get("name") or "")
@@ -318,16 +315,15 @@ def _top_owner(snap: Snapshot, obj: dict[str, Any]) -> dict[str, Any] | None:
 
 def _suggest(snap: Snapshot, name: str, namespace: str | None) -> list[str]:
     names: dict[str, str] = {}
-    for w in workloads(snap):
-        if namespace is None or w.namespace == namespace:
-            names[w.name] = f"workload/{w.name} -n {w.namespace}"
-            if w.owner and w.owner.get("name"):
-                owner_kind = str(w.owner.get("kind", "")).lower()
-                names.setdefault(w.owner["name"], f"{owner_kind}/{w.owner['name']} -n {w.namespace}")
+    for h in snap.entries("Workload"):
+        if namespace is None or h.namespace == namespace:
+            names[h.name] = f"workload/{h.name} -n {h.namespace}"
+            owner = next((r for r in h.owners if r[3]), h.owners[0] if h.owners else None)
+            if owner and owner[2]:
+                names.setdefault(owner[2], f"{str(owner[1] or '').lower()}/{owner[2]} -n {h.namespace}")
     for kind in ("Job", "JobSet", "Pod"):
-        for obj in snap.of_kind(kind):
-            m = meta(obj)
-            if namespace is None or m.get("namespace") == namespace:
-                names.setdefault(m.get("name", ""), f"{kind.lower()}/{m.get('name')} -n {m.get('namespace')}")
+        for h in snap.entries(kind):
+            if namespace is None or h.namespace == namespace:
+                names.setdefault(h.name, f"{kind.lower()}/{h.name} -n {h.namespace}")
     close = difflib.get_close_matches(name, list(names), n=5, cutoff=0.5)
     return [names[c] for c in close]

@@ -197,11 +197,48 @@ def test_option_values_are_coerced_as_typer_coerces_them() -> None:
     assert bad.returncode == 2
     assert bad.stderr.strip() == ("kueuediag: error: Invalid value for '--width': Input should be a valid integer, "
                                   "unable to parse string as an integer (see 'kueuediag why --help')")
+    choice = subprocess.run([sys.executable, "-m", "kueuediag", "why", "x", "-o", "yaml"], capture_output=True,
+                            text=True)
+    assert choice.returncode == 2
+    assert choice.stderr.strip() == ("kueuediag: error: Invalid value for '-o' / '--output': Value error, 'yaml' is "
+                                     "not one of 'terminal', 'json', 'markdown', 'junit'. (see 'kueuediag why --help')")
     ok = subprocess.run([sys.executable, "-m", "kueuediag", "why", "job/resnet-train", "-n", "team-a", "--from",
                          str(BASIC), "--width", "100", "--timeout", "2.5", "-o", "JSON", "--exit-zero"],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["workload"]["owner"] == {"kind": "Job", "name": "resnet-train"}
+
+
+CHECKS_MUST_NOT_IMPORT = (
+    "pydantic", "pydantic_core", "yaml", "rich", "kubernetes",
+    "kueuediag.models", "kueuediag.engine", "kueuediag.analysis", "kueuediag_checks",
+)
+"""what listing the checks must not import: it reads the generated catalogue (issue 11, cold start)"""
+
+
+@pytest.mark.parametrize("args", [["checks"], ["checks", "-o", "json"]], ids=" ".join)
+def test_checks_lists_the_catalogue_without_pydantic_or_the_checks(args: list[str]) -> None:
+    """`-o` is an Enum option with a default: its value is coerced without a pydantic adapter
+    (cli._deferred_coercion), so `checks` imports no pydantic at all."""
+    code = (
+        "import atexit, sys\n"
+        f"heavy = {CHECKS_MUST_NOT_IMPORT!r}\n"
+        "def report():\n"
+        "    loaded = sorted({h for h in heavy for m in sys.modules if m == h or m.startswith(h + '.')})\n"
+        "    sys.stderr.write('HEAVY=' + ','.join(loaded) + '\\n')\n"
+        "atexit.register(report)\n"
+        f"sys.argv = ['kueuediag', *{args!r}]\n"
+        "from kueuediag.cli import main\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "KD101" in out.stdout
+    assert out.stderr.strip().splitlines()[-1] == "HEAVY="
+    bad = subprocess.run([sys.executable, "-m", "kueuediag", "checks", "-o", "xml"], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == ("kueuediag: error: Invalid value for '-o' / '--output': Value error, 'xml' is not "
+                                  "one of 'text', 'json'. (see 'kueuediag checks --help')")
 
 
 def test_process_exit_skips_teardown_but_keeps_output_and_exit_codes(tmp_path: Path) -> None:

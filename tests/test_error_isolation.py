@@ -61,8 +61,23 @@ def test_junk_outside_the_cohort_tree_leaves_the_verdict_intact(tmp_path: Path) 
     assert code == ExitCode.OK and bare["verdict"]["cause"] == "guarantee-violation", err
 
 
+def test_junk_in_a_finished_workload_of_the_target_cluster_queue_is_never_read(tmp_path: Path) -> None:
+    """A Finished Workload holds no quota: only its status.admission (what it released, and when) is read, so
+    junk in its pod spec blinds nothing."""
+    clean_code, clean, _ = _why([*TARGET, "--from", str(FIXTURES / "scenarios" / "guarantee-violation")])
+    root = _junk_copy(tmp_path, "team-bio/job-af3-inference-batch-11-aa23d")  # finished, admitted in bio-a100
+    code, doc, err = _why([*TARGET, "--from", str(root)])
+    assert code == ExitCode.OK, err
+    assert doc["verdict"]["cause"] == clean["verdict"]["cause"] == "guarantee-violation"
+    assert doc["verdict"]["headline"] == clean["verdict"]["headline"]
+    runs = {c["code"]: c for c in doc["checks"]}
+    clean_runs = {c["code"]: c for c in clean["checks"]}
+    for code_ in ("KD101", "KD102", "KD601"):
+        assert runs[code_]["result"] == clean_runs[code_]["result"] != "could-not-check", runs[code_]
+
+
 def test_junk_in_the_target_cluster_queue_blinds_the_quota_checks(tmp_path: Path) -> None:
-    bad = "Workload team-bio/job-af3-inference-batch-11-aa23d"  # admitted in bio-a100, the target's ClusterQueue
+    bad = "Workload team-bio/job-esm3-embed-uniref-07-13d3c"  # holds quota in bio-a100, the target's ClusterQueue
     root = _junk_copy(tmp_path, bad.split()[1])
     code, doc, err = _why([*TARGET, "--from", str(root)])
     assert code == ExitCode.OK, err

@@ -15,9 +15,9 @@ from kueuediag.snapshot.kueue import (
     AdmissionCheckState,
     WorkloadState,
     WorkloadView,
+    active_workloads,
     events_for,
     kueue_index,
-    workloads,
 )
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
@@ -577,7 +577,7 @@ def _unready_admitted(snap: Snapshot) -> list[WorkloadView]:
     """Admitted, unfinished Workloads whose pods are not all ready: what blocks admission under
     `waitForPodsReady.blockAdmission` (read once per snapshot, memoised)."""
     return snap.memo("admission-checks:unready-admitted", lambda: [
-        x for x in workloads(snap)
+        x for x in active_workloads(snap)
         if x.is_true("Admitted") and not x.is_true("Finished") and not x.is_true("PodsReady")])
 
 

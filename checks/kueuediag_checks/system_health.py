@@ -26,7 +26,7 @@ from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Fix, Outcome, Patch, Severity, ev
 from kueuediag.snapshot.k8s import NodeView, meta
-from kueuediag.snapshot.kueue import KueueIndex, WorkloadState, WorkloadView, kueue_index, nodes, pods
+from kueuediag.snapshot.kueue import KueueIndex, WorkloadState, WorkloadView, kueue_index, nodes
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import format_rfc3339, human_duration
@@ -117,7 +117,7 @@ class SystemHealth(Check):
     def _nothing_found(self, ctx: _Ctx) -> CheckResult:
         """Ruled out with what each part looked at — or could not check, naming the parts it could not see."""
         snap = ctx.snap
-        seen = [ev("derived", f"{len(pods(snap))} pod(s): none a zombie (past its grace period for over a minute)",
+        seen = [ev("derived", f"{snap.count('Pod')} pod(s): none a zombie (past its grace period for over a minute)",
                    field="metadata.deletionTimestamp"),
                 ev("derived", f"{len(quota_holding_victims(snap))} preemption victim(s) holding quota: none stuck or "
                               f"held {self.opts['victim_hold_minutes']}m or more", field="status.conditions[Evicted]")]

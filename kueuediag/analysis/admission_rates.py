@@ -23,6 +23,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cached_property
 
 from kueuediag.analysis.preemption_victims import preemption_victims
@@ -31,8 +32,8 @@ from kueuediag.snapshot.kueue import (
     cluster_queue_of,
     events,
     kueue_index,
-    workloads,
     workloads_by_cluster_queue,
+    workloads_since,
 )
 from kueuediag.snapshot.metrics import (
     MetricStore,
@@ -324,7 +325,7 @@ def object_window(snap: Snapshot, window: float) -> ObjectWindow:
     end = snap.now.timestamp()
     start = end - window
     admissions: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for w in workloads(snap):
+    for w in workloads_since(snap, snap.now - timedelta(seconds=window)):
         cond = w.cond("QuotaReserved") if w.is_true("QuotaReserved") else None
         if cond is None and w.is_true("Admitted"):
             cond = w.cond("Admitted")

@@ -24,7 +24,13 @@ from typing import Any, TypeVar
 from kueuediag.analysis.well_formed import node_room, require_well_formed
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.k8s import NodeView, pod_fits_node_labels, pod_spec_requests, taint_str, untolerated_taints
-from kueuediag.snapshot.kueue import FlavorView, WorkloadState, nodes, pods_by_node, workloads
+from kueuediag.snapshot.kueue import (
+    FlavorView,
+    WorkloadState,
+    active_workloads,
+    nodes,
+    pods_by_node,
+)
 from kueuediag.snapshot.model import Snapshot
 
 DEFAULT_GPU_RESOURCES: tuple[str, ...] = ("nvidia.com/gpu",)
@@ -506,7 +512,7 @@ def common_shape(snap: Snapshot, resource: str) -> Decimal | None:
 
     def build() -> Decimal | None:
         counts: Counter[Decimal] = Counter()
-        for w in workloads(snap):
+        for w in active_workloads(snap):
             if w.state == WorkloadState.FINISHED or not w.active:
                 continue
             for ps in w.pod_sets:

@@ -21,10 +21,14 @@ unbroken run of samples in which the unused nominal quota of the chosen flavor c
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
+from typing import Any, overload
 
 from kueuediag.analysis.health import last_spec_change
 from kueuediag.analysis.messages import ReasonKind, parse_pending_message
@@ -32,12 +36,15 @@ from kueuediag.analysis.quota_fit import WorkloadFit, workload_fit
 from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quotas
 from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.errors import MalformedObject
-from kueuediag.quantity import ZERO, format_quantity
+from kueuediag.quantity import ZERO, QuantityError, format_quantity, parse_quantity
+from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.kueue import (
     FlavorResource,
     WorkloadState,
     WorkloadView,
     cluster_queue_of,
+    finished_newest_first,
+    finished_view,
     kueue_index,
     workloads_by_cluster_queue,
 )
@@ -76,12 +83,17 @@ class NominalFit:
         return dict(out)
 
 
-def _shape(w: WorkloadView) -> tuple[tuple[object, ...], ...]:
-    """What the fit of a pending workload depends on: pod sets' counts, requests and placement constraints."""
-    spec_keys = ("nodeSelector", "affinity", "tolerations")
-    return tuple(
-        (ps.name, ps.count, tuple(sorted(ps.requests.items())), repr([ps.spec.get(k) for k in spec_keys]))
-        for ps in w.pod_sets)
+def _shape(snap: Snapshot, w: WorkloadView) -> tuple[tuple[object, ...], ...]:
+    """What the fit of a pending workload depends on: pod sets' counts, requests and placement constraints
+    (worked out once per view: every fit, probe and violation of the workload asks)."""
+    shapes: dict[int, tuple[tuple[object, ...], ...]] = snap.memo("guarantees:shapes", dict)
+    shape = shapes.get(id(w))
+    if shape is None:
+        spec_keys = ("nodeSelector", "affinity", "tolerations")
+        shape = shapes[id(w)] = tuple(
+            (ps.name, ps.count, tuple(sorted(ps.requests.items())), repr([ps.spec.get(k) for k in spec_keys]))
+            for ps in w.pod_sets)
+    return shape
 
 
 def pending_fit(snap: Snapshot, w: WorkloadView,
@@ -91,7 +103,7 @@ def pending_fit(snap: Snapshot, w: WorkloadView,
     if w.holds_quota:
         return workload_fit(snap, w)
     cq = cluster_queue_of(kueue_index(snap), w)
-    key = shape if shape is not None else _shape(w)
+    key = shape if shape is not None else _shape(snap, w)
     return snap.memo(("guarantees:fit", cq, key), lambda: workload_fit(snap, w))
 
 
@@ -103,7 +115,7 @@ def nominal_fit(snap: Snapshot, w: WorkloadView,
     None when the workload has no known ClusterQueue."""
     if extra_usage is None and not w.holds_quota:
         cq = cluster_queue_of(kueue_index(snap), w)
-        shape = _shape(w)
+        shape = _shape(snap, w)
         return snap.memo(("guarantees:nominal-fit", cq, shape), lambda: _nominal_fit(snap, w, {}, shape))
     return _nominal_fit(snap, w, extra_usage or {})
 
@@ -121,7 +133,7 @@ def _nominal_fit(snap: Snapshot, w: WorkloadView, extra: dict[FlavorResource, De
                                                f"by ClusterQueue {fit.cluster_queue}")
         for group in ps.groups:
             picked = None
-            best_miss: tuple[Decimal, str] | None = None
+            best_miss: tuple[Decimal, str, Decimal, str, Decimal] | None = None
             for ff in group.flavors:
                 if not ff.eligible:
                     continue
@@ -132,16 +144,18 @@ def _nominal_fit(snap: Snapshot, w: WorkloadView, extra: dict[FlavorResource, De
                     if rf.request > unused:
                         ok = False
                         miss = rf.request - unused
-                        text = (f"needs {format_quantity(rf.request, rf.resource)} {rf.resource} in flavor "
-                                f"{ff.flavor}, {format_quantity(max(ZERO, unused), rf.resource)} unused in "
-                                f"nominal quota")
                         if best_miss is None or miss < best_miss[0]:
-                            best_miss = (miss, text)
+                            best_miss = (miss, rf.resource, rf.request, ff.flavor, unused)
                 if ok:
                     picked = ff
                     break
             if picked is None:
-                why = best_miss[1] if best_miss else "no flavor it may use (nodeLabels/nodeTaints)"
+                if best_miss is None:
+                    why = "no flavor it may use (nodeLabels/nodeTaints)"
+                else:
+                    _, resource, request, flavor, unused = best_miss
+                    why = (f"needs {format_quantity(request, resource)} {resource} in flavor {flavor}, "
+                           f"{format_quantity(max(ZERO, unused), resource)} unused in nominal quota")
                 return NominalFit(False, shortfall=f"pod set {ps.pod_set}: {why}")
             for rf in picked.resources:
                 assigned[(picked.flavor, rf.resource)] += rf.request
@@ -189,30 +203,98 @@ def is_pending(w: WorkloadView) -> bool:
     return w.state == WorkloadState.PENDING and w.active
 
 
-Release = tuple[datetime, WorkloadView, dict[FlavorResource, Decimal]]
+Release = tuple[datetime, Held, dict[FlavorResource, Decimal]]
+"""(finishing time, the Finished Workload, quota released by it and every newer release)"""
+_CHECKPOINT = 8
+"""a cumulative sum is kept every this many releases; the others are added up from the nearest one"""
 
 
-def _releases(snap: Snapshot, cq: str) -> list[Release]:
-    """Finished workloads of `cq`, newest first, each with the cumulative quota released from the newest down
-    to it (their status.admission still says what they held). Memoised per ClusterQueue."""
+@dataclass
+class _Releases:
+    """The releases of one ClusterQueue read so far (newest first), with a cumulative sum every `_CHECKPOINT`."""
 
-    def build() -> list[Release]:
-        found = []
-        for other in workloads_by_cluster_queue(snap).get(cq, []):
-            fin = other.cond("Finished")
-            if fin is not None and fin.true and fin.last_transition and other.admission_cq == cq \
-                    and other.assignments:
-                found.append((fin.last_transition, other))
-        found.sort(key=lambda x: (x[0], x[1].namespace, x[1].name), reverse=True)
-        out: list[Release] = []
-        held: dict[FlavorResource, Decimal] = defaultdict(lambda: ZERO)
-        for when, other in found:
-            for fr, q in other.usage().items():
-                held[fr] += q
-            out.append((when, other, dict(held)))
+    entries: list[tuple[datetime, Held, tuple[tuple[FlavorResource, Decimal], ...]]] = field(default_factory=list)
+    checkpoints: list[dict[FlavorResource, Decimal]] = field(default_factory=list)
+    next: int = 0
+    held: dict[FlavorResource, Decimal] = field(default_factory=lambda: defaultdict(lambda: ZERO))
+
+    def cumulative(self, i: int) -> dict[FlavorResource, Decimal]:
+        base = i - i % _CHECKPOINT
+        out = dict(self.checkpoints[base // _CHECKPOINT])
+        for _, _, usage in self.entries[base + 1:i + 1]:
+            for fr, q in usage:
+                out[fr] = out.get(fr, ZERO) + q
         return out
 
-    return snap.memo(("guarantees:releases", cq), build)
+
+class _ReleaseList(Sequence[Release]):
+    """The first `n` releases of a ClusterQueue (newest first); each cumulative sum is built when asked for (a
+    binary search asks for a handful)."""
+
+    def __init__(self, state: _Releases, n: int) -> None:
+        self._state, self._n = state, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Release: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Release]: ...
+
+    def __getitem__(self, i: int | slice) -> Release | Sequence[Release]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        i %= self._n
+        when, held, _ = self._state.entries[i]
+        return when, held, self._state.cumulative(i)
+
+
+@cache
+def _parsed_usage(usage: tuple[tuple[str, str, Any], ...]) -> tuple[tuple[FlavorResource, Decimal], ...]:
+    """(flavor, resource) → quantity of one admission usage shape (shapes are shared: see `Held.settled_usage`)."""
+    return tuple(((flavor, resource), parse_quantity(q)) for flavor, resource, q in usage)
+
+
+def _releases(snap: Snapshot, cq: str, after: datetime) -> Sequence[Release]:
+    """Finished workloads of `cq` that finished after `after`, newest first, each with the cumulative quota
+    released from the newest down to it (their status.admission still says what they held).
+
+    Only releases after a pending workload's start can explain when it began to fit, and the cumulative sums of
+    the newest ones do not depend on older ones: so the list is extended (and memoised per ClusterQueue) only as
+    far back as a caller asks. The quota comes from each Workload's index keys (`Held.settled_usage`): finished
+    Workloads are not decoded; a quantity that does not parse leaves its Workload out, as a malformed one is."""
+    state: _Releases = snap.memo(("guarantees:releases", cq), _Releases)
+    entries = finished_newest_first(snap, cq)
+    while state.next < len(entries) and entries[state.next][0] > after:
+        when, held = entries[state.next]
+        state.next += 1
+        try:
+            usage = _parsed_usage(held.settled_usage) if _hashable(held.settled_usage) else tuple(
+                ((flavor, resource), parse_quantity(q)) for flavor, resource, q in held.settled_usage)
+        except QuantityError:
+            continue
+        if not usage:
+            continue
+        for fr, q in usage:
+            state.held[fr] += q
+        if len(state.entries) % _CHECKPOINT == 0:
+            state.checkpoints.append(dict(state.held))
+        state.entries.append((when, held, usage))
+    # newest first: the releases after `after` are a prefix
+    n = bisect_left(state.entries, -after.timestamp(), key=lambda e: -e[0].timestamp())
+    while n < len(state.entries) and state.entries[n][0] > after:  # equal instants (rounding): not after
+        n += 1
+    while n > 0 and not state.entries[n - 1][0] > after:
+        n -= 1
+    return _ReleaseList(state, n)
+
+
+def _hashable(usage: tuple[tuple[str, str, Any], ...]) -> bool:
+    return all(isinstance(q, str) for _, _, q in usage)
 
 
 def _metric_since(store: MetricStore, cq: str, fit: NominalFit, floor: datetime,
@@ -266,22 +348,22 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     notes: list[str] = []
     released_by: WorkloadView | None = None
     if since0 is not None:
-        releases = [r for r in _releases(snap, cq) if r[0] > since0]  # newest first
+        releases = _releases(snap, cq, since0)  # newest first
         # Adding back more released quota can only make the fit worse: binary-search the first release
         # (newest first) without which the workload would not have fitted.
         lo, hi = 0, len(releases)
+        shape = _shape(snap, w)
         while lo < hi:
             mid = (lo + hi) // 2
-            again = nominal_fit(snap, w, releases[mid][2])
-            if again is not None and not again.fits:
+            if _fails_without(snap, w, cq, shape, releases, mid):
                 hi = mid
             else:
                 lo = mid + 1
         if lo < len(releases):
-            when, other, _ = releases[lo]
-            since, source = when, f"Workload {other.ref()} finished at {_iso(when)} and freed the quota"
+            when, held, _ = releases[lo]
+            since, source = when, f"Workload {held.namespace}/{held.name} finished at {_iso(when)} and freed the quota"
             notes.append(source)
-            released_by = other
+            released_by = finished_view(snap, held)
     selectors: list[str] = []
     store = metric_store(snap)
     if store and since is not None:
@@ -292,6 +374,18 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     seconds = snap.age_seconds(since) if since is not None else None
     return Violation(w, cq, fit, since0, source0, since, source, seconds, tuple(notes), tuple(selectors),
                      released_by)
+
+
+def _fails_without(snap: Snapshot, w: WorkloadView, cq: str, shape: tuple[tuple[object, ...], ...],
+                   releases: Sequence[Release], i: int) -> bool:
+    """Would `w` not fit with releases 0..i (newest first) still held? The same for every pending workload of
+    the same shape in `cq` (release i is the same Workload for all of them): memoised on that."""
+
+    def probe() -> bool:
+        again = nominal_fit(snap, w, releases[i][2])
+        return again is not None and not again.fits
+
+    return snap.memo(("guarantees:fails-without", cq, shape, i), probe)
 
 
 def fit_cq(snap: Snapshot, w: WorkloadView) -> str:

@@ -28,12 +28,12 @@ from kueuediag.snapshot.k8s import NodeView, PodView, meta
 from kueuediag.snapshot.kueue import (
     KueueIndex,
     WorkloadView,
+    active_pods,
+    active_workloads,
     cluster_queue_of,
     kueue_index,
     nodes,
-    pods,
     workload_pods,
-    workloads,
 )
 from kueuediag.snapshot.logs import container_args, controller_objects, manager_container
 from kueuediag.snapshot.model import Snapshot
@@ -47,7 +47,7 @@ def quota_holder_of_pods(snap: Snapshot) -> dict[str, WorkloadView]:
 
     def build() -> dict[str, WorkloadView]:
         out: dict[str, WorkloadView] = {}
-        for w in workloads(snap):
+        for w in active_workloads(snap):
             if not w.holds_quota:
                 continue
             for p in workload_pods(snap, w):
@@ -99,7 +99,7 @@ def zombie_pods(snap: Snapshot) -> list[Zombie]:
         by_node = node_by_name(snap)
         idx = kueue_index(snap)
         out: list[Zombie] = []
-        for p in pods(snap):
+        for p in active_pods(snap):
             if not is_zombie(p, snap.now):
                 continue
             w = holders.get(p.uid or f"{p.namespace}/{p.name}")

@@ -68,7 +68,7 @@ def version_floor(snap: Snapshot) -> str | None:
     """A lower bound on the Kueue version from the served API: an object read as kueue.x-k8s.io/v1beta2
     proves the release that started serving it (version table row ``v1beta2-api``)."""
     for kind in ("ClusterQueue", "Cohort", "Workload", "LocalQueue", "ResourceFlavor"):
-        if any(str(o.get("apiVersion", "")).endswith("kueue.x-k8s.io/v1beta2") for o in snap.of_kind(kind)):
+        if any(h.api_version.endswith("kueue.x-k8s.io/v1beta2") for h in snap.entries(kind)):
             return behaviour("v1beta2-api").first
     return None
 

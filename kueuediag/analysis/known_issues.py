@@ -37,10 +37,11 @@ from kueuediag.snapshot.kueue import (
     KueueIndex,
     WorkloadState,
     WorkloadView,
+    active_workloads,
     cluster_queue_of,
     kueue_index,
-    workload_pods,
-    workloads,
+    well_formed_workload,
+    workload_of_object,
 )
 from kueuediag.snapshot.logs import LogLine, log_lines
 from kueuediag.snapshot.model import Snapshot
@@ -330,7 +331,7 @@ def _preconditions(ctx: Context, issue: KnownIssue) -> list[Evidence] | None:
             out.append(ev("object", f"{path} {_pred_text(pred)}", kind="ConfigMap",
                           name=cfg.source.rsplit("/", 1)[-1], namespace=cfg.namespace, field=path))
     for clause in issue.required_objects:
-        objs = [o for o in ctx.snap.of_kind(clause.kind) if all(holds(o, p, w) for p, w in clause.where.items())]
+        objs = [o for o in ctx.snap.active(clause.kind) if all(holds(o, p, w) for p, w in clause.where.items())]
         if not objs:
             return None
         o = objs[0]
@@ -345,30 +346,11 @@ def _pred_text(pred: dict[str, Any]) -> str:
     return ", ".join(f"{op} {v}" for op, v in pred.items())
 
 
-def workloads_of_objects(snap: Snapshot) -> dict[str, WorkloadView]:
-    """Object UID (job-like owner or pod) → its Workload, memoised."""
-
-    def build() -> dict[str, WorkloadView]:
-        out: dict[str, WorkloadView] = {}
-        for w in workloads(snap):
-            for ref in meta(w.obj).get("ownerReferences") or ():
-                if isinstance(ref, dict) and ref.get("uid"):
-                    out.setdefault(str(ref["uid"]), w)
-            for p in workload_pods(snap, w):
-                if p.uid:
-                    out.setdefault(p.uid, w)
-        return out
-
-    return snap.memo("known-issues-workload-of-object", build)
-
-
 def _workload_of(ctx: Context, obj: dict[str, Any]) -> WorkloadView | None:
     if obj.get("kind") == "Workload":
         m = meta(obj)
-        return next((w for w in workloads(ctx.snap) if w.name == m.get("name")
-                     and w.namespace == m.get("namespace")), None)
-    uid = meta(obj).get("uid")
-    return workloads_of_objects(ctx.snap).get(str(uid)) if uid else None
+        return well_formed_workload(ctx.snap, str(m.get("namespace") or ""), str(m.get("name") or ""))
+    return workload_of_object(ctx.snap, obj)
 
 
 def _concerns_target(ctx: Context, obj: dict[str, Any], w: WorkloadView | None) -> bool:
@@ -405,7 +387,7 @@ def _evidence(ctx: Context, alt: tuple[Clause, ...]) -> Fingerprint | None:
             about = about or ctx.pending
             continue
         hit = None
-        for obj in ctx.snap.of_kind(clause.kind):
+        for obj in ctx.snap.active(clause.kind):  # settled objects (finished, terminated) stop nothing
             if not all(holds(obj, p, w) for p, w in clause.where.items()):
                 continue
             w = _workload_of(ctx, obj)
@@ -584,7 +566,7 @@ def _pod_victims_terminating(ctx: Context, args: dict[str, Any]) -> Fingerprint 
 
 def _priority_class_drift(ctx: Context, _args: dict[str, Any]) -> Fingerprint | None:
     drift = []
-    for w in workloads(ctx.snap):
+    for w in active_workloads(ctx.snap):
         if w.state == WorkloadState.FINISHED or w.priority_class_kind != "WorkloadPriorityClass" \
                 or not w.priority_class:
             continue
@@ -612,7 +594,7 @@ def _pending_message(w: WorkloadView) -> str:
 
 def _pending_workloads(ctx: Context) -> list[WorkloadView]:
     """Pending workloads with a recorded message, the target first."""
-    ws = [w for w in workloads(ctx.snap) if w.state == WorkloadState.PENDING and _pending_message(w)]
+    ws = [w for w in active_workloads(ctx.snap) if w.state == WorkloadState.PENDING and _pending_message(w)]
     return sorted(ws, key=lambda w: 0 if ctx.workload is not None and w.name == ctx.workload.name
                   and w.namespace == ctx.workload.namespace else 1)
 
@@ -714,7 +696,7 @@ def _selector_keys(pod_spec: dict[str, Any]) -> list[str]:
 
 def _pending_preemption_without_victims(ctx: Context, _args: dict[str, Any]) -> Fingerprint | None:
     victims = quota_holding_victims(ctx.snap)
-    evicting = [w for w in workloads(ctx.snap) if w.is_true("Evicted") and w.holds_quota]
+    evicting = [w for w in active_workloads(ctx.snap) if w.is_true("Evicted") and w.holds_quota]
     if victims or evicting:
         return None
     for w in _pending_workloads(ctx):
@@ -754,7 +736,7 @@ def _hostname_top_level(ctx: Context, _args: dict[str, Any]) -> Fingerprint | No
 
 
 def _queue_name_not_propagated(ctx: Context, _args: dict[str, Any]) -> Fingerprint | None:
-    for w in workloads(ctx.snap):
+    for w in active_workloads(ctx.snap):
         if w.queue_name or w.state == WorkloadState.FINISHED:
             continue
         for ref in meta(w.obj).get("ownerReferences") or ():

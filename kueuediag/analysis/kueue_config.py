@@ -179,9 +179,9 @@ def _kueue_namespace_from_pods(snap: Snapshot) -> str | None:
     for obj in snap.of_kind("Deployment"):
         if meta(obj).get("name") == "kueue-controller-manager":
             return meta(obj).get("namespace")
-    for obj in snap.of_kind("Pod"):
-        if labels(obj).get("control-plane") == "controller-manager" and "kueue" in str(meta(obj).get("name", "")):
-            return meta(obj).get("namespace")
+    for h in snap.entries("Pod"):
+        if h.labels.get("control-plane") == "controller-manager" and "kueue" in h.name:
+            return h.namespace
     return None
 
 

@@ -80,7 +80,7 @@ def _pod_names_of(snap: Snapshot, owner: dict[str, Any]) -> tuple[set[str], re.P
 
 def departed_pod_events(snap: Snapshot, owner: dict[str, Any] | None) -> list[DepartedPodEvent]:
     """Events that explain the history of the job's pods that no longer exist, oldest first."""
-    if owner is None or not snap.of_kind("Pod"):
+    if owner is None or not snap.count("Pod"):
         return []
     named, pattern = _pod_names_of(snap, owner)
     ns = meta(owner).get("namespace")

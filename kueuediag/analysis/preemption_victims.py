@@ -31,12 +31,13 @@ from kueuediag.causes import CauseSlug
 from kueuediag.snapshot.k8s import PodView
 from kueuediag.snapshot.kueue import (
     WorkloadView,
+    active_workloads,
     cluster_queue_of,
     events_for,
     kueue_index,
     nodes,
+    workload_by_uid,
     workload_pods,
-    workloads,
 )
 from kueuediag.snapshot.model import Snapshot
 
@@ -180,9 +181,8 @@ def preemption_victims(snap: Snapshot) -> list[Victim]:
 
 def _victims(snap: Snapshot) -> list[Victim]:
     idx = kueue_index(snap)
-    by_uid = {w.uid: w for w in workloads(snap)}
     out: list[Victim] = []
-    for w in workloads(snap):
+    for w in active_workloads(snap):
         evicted = w.cond("Evicted")
         preempted = w.cond("Preempted")
         if not ((evicted and evicted.true and evicted.reason == "Preempted") or (preempted and preempted.true)):
@@ -192,8 +192,9 @@ def _victims(snap: Snapshot) -> list[Victim]:
         uid = parts.get("uid")
         path = parts.get("preemptor_path")
         preemptor_cq = path.rstrip("/").rsplit("/", 1)[-1] if path else None
-        if not preemptor_cq and uid and uid in by_uid:
-            preemptor_cq = cluster_queue_of(idx, by_uid[uid])
+        preemptor = workload_by_uid(snap, uid) if uid else None
+        if not preemptor_cq and preemptor is not None:
+            preemptor_cq = cluster_queue_of(idx, preemptor)
         pods = tuple(victim_pod(snap, p) for p in workload_pods(snap, w))
         evicted_at = (evicted.last_transition if evicted and evicted.true else None) \
             or (preempted.last_transition if preempted else None)
@@ -239,7 +240,7 @@ def blocked_heads(snap: Snapshot) -> list[BlockedHead]:
     def build() -> list[BlockedHead]:
         idx = kueue_index(snap)
         out = []
-        for w in workloads(snap):
+        for w in active_workloads(snap):
             qr = w.cond("QuotaReserved")
             if qr is None or not qr.false or w.is_true("Finished"):
                 continue

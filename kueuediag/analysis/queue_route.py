@@ -22,7 +22,7 @@ def collected(snap: Snapshot, kind: str, namespace: str | None) -> bool:
         return False  # a loose folder of kubectl output: we cannot tell what was collected
     limited = snap.manifest.namespaces
     in_scope = namespace is None or limited is None or namespace in limited
-    if snap.of_kind(kind):
+    if snap.count(kind):
         return in_scope
     if any(kind.lower() in what.lower() for what, _ in snap.manifest.errors):
         return False

@@ -36,8 +36,8 @@ from kueuediag.snapshot.kueue import (
     Quota,
     ResourceGroup,
     WorkloadView,
+    active_workloads,
     kueue_index,
-    workloads,
 )
 from kueuediag.snapshot.model import Part, Snapshot
 
@@ -198,7 +198,7 @@ def workload_usage_by_cq(snap: Snapshot) -> dict[str, HeldQuota]:
 
     def build() -> dict[str, HeldQuota]:
         out: dict[str, HeldQuota] = defaultdict(list)
-        for w in workloads(snap):
+        for w in active_workloads(snap):
             if w.holds_quota and w.admission_cq:
                 out[w.admission_cq].append((w, _workload_usage(w)))
         return dict(out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from enum import Enum
 from functools import cache
 from typing import Any
 
@@ -96,15 +97,26 @@ def _deferred_coercion() -> type[Any]:
     command line leaves unset, whose value (None, or () for a multi-value option) `RuntimeParam.coerce` answers
     without coercing. `why` has ~15 such options; their adapters were ~20 ms of a small diagnosis. A value that
     is given goes through exactly the coercion Typer would have built (same conversions, same error messages).
+    An Enum option without a parser (`-o`) is coerced by Typer's adapter with `coerce_cli_choice` alone; that
+    function is called directly, and only a value it refuses goes to the adapter (which refuses it with Typer's
+    message). `kueuediag checks` then imports no pydantic at all (its `-o` has a default).
     Raises ImportError when this Typer has no such internals.
     """
     from typer._coercion import RuntimeParam, build_runtime_param
+    from typer._param_types import coerce_cli_choice
 
     @dataclass(frozen=True)
     class DeferredRuntimeParam(RuntimeParam):
         descriptor: Any = None
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            annotation = self.annotation
+            if isinstance(annotation, type) and issubclass(annotation, Enum) and self.parameter_info.parser is None:
+                try:
+                    return coerce_cli_choice(value, choices=list(annotation),
+                                             case_sensitive=self.parameter_info.case_sensitive, ctx=ctx)
+                except ValueError:
+                    pass  # refused: Typer's own coercion refuses it, with its message
             built = self.__dict__.get("_built")
             if built is None:
                 built = build_runtime_param(self.descriptor)

@@ -17,7 +17,7 @@ def _snapshot_objects(source: str) -> list[dict[str, Any]]:
     from kueuediag.examples import resolve_source
     from kueuediag.snapshot.reader import read_snapshot
 
-    return read_snapshot(resolve_source(source)).objects
+    return read_snapshot(resolve_source(source)).dicts()
 
 
 def _live_objects(params: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:

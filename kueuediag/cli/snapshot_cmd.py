@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
                 all_namespaces=all_namespaces,
                 for_target=for_target,
             )
-        kinds = Counter(str(o.get("kind")) for o in result.raw.objects)
+        kinds = Counter(str(o.get("kind")) for o in result.raw.dicts())
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
         typer.echo(
             f"kueuediag: recorded {summary}; {len(result.raw.logs)} log file(s), "

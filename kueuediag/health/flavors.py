@@ -29,7 +29,13 @@ from kueuediag.health.owners import ask_owner, target_for
 from kueuediag.health.scope import Scope
 from kueuediag.models import ObjectRef
 from kueuediag.quantity import ZERO
-from kueuediag.snapshot.kueue import WorkloadView, cluster_queue_of, kueue_index, workload_pods, workloads
+from kueuediag.snapshot.kueue import (
+    WorkloadView,
+    active_workloads,
+    cluster_queue_of,
+    kueue_index,
+    workload_pods,
+)
 from kueuediag.snapshot.model import Snapshot
 
 SHAPES = (1, 2, 4, 8)
@@ -124,7 +130,7 @@ def fragmentation_items(snap: Snapshot, scope: Scope, sel: Selection, settings: 
             no_hole[key] = free >= need and total_slots(usable, {resource: need}) == 0
         return no_hole[key]
 
-    for w in workloads(snap):
+    for w in active_workloads(snap):
         if w.state not in ("pending", "admitted") or not scope.has_namespace(w.namespace):
             continue
         for name, resource in resources.items():

@@ -18,7 +18,11 @@ from kueuediag.health.model import Item
 from kueuediag.health.owners import CLUSTER, ask_owner, target_for
 from kueuediag.health.scope import Scope
 from kueuediag.models import Finding, ObjectRef
-from kueuediag.snapshot.kueue import WorkloadView, workload_pods, workloads
+from kueuediag.snapshot.kueue import (
+    WorkloadView,
+    active_workloads,
+    workload_pods,
+)
 from kueuediag.snapshot.model import Snapshot
 
 _GATE_PREFIX = "kueue.x-k8s.io/"
@@ -66,7 +70,7 @@ def workload_items(snap: Snapshot, scope: Scope, sel: Selection, settings: Setti
     items: list[Item] = []
     enabled = [c for c in _WORKLOAD_CHECKS if sel.enabled(c[0])]
     found: dict[str, list[Item]] = {c[0]: [] for c in enabled}
-    for w in workloads(snap):
+    for w in active_workloads(snap):
         if not scope.has_namespace(w.namespace):
             continue
         for check, code, causes, picks, _ in enabled:

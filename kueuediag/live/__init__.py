@@ -132,7 +132,7 @@ def take_snapshot(output: str | os.PathLike[str], options: LiveOptions, namespac
 def _has_something_to_diagnose(raw: RawSnapshot, scope: list[str] | None) -> bool:
     """Some Kueue queue, Workload, job or pod in the namespaces asked for (cluster-wide objects collected
     alongside a namespace, such as ClusterQueues or pods on the same nodes, do not count)."""
-    for obj in raw.objects:
+    for obj in raw.dicts():
         ns = (obj.get("metadata") or {}).get("namespace")
         if str(obj.get("kind")) in RECORDABLE_KINDS and (scope is None or ns in scope):
             return True

@@ -43,6 +43,7 @@ from kueuediag.live.kube import (
 from kueuediag.live.options import LiveOptions
 from kueuediag.live.sanitize import sanitize_log, sanitize_metrics, sanitize_owned_object
 from kueuediag.quantity import parse_quantity
+from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.model import DROPPED_KINDS
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
@@ -442,7 +443,8 @@ class Collector:
             manifest["scope"] = self.scope
         if self.notes:
             manifest["notes"] = list(dict.fromkeys(self.notes))
-        objs = [self.objects[k] for k in sorted(self.objects, key=lambda k: (k[0], k[1] or "", k[2]))]
+        objs: list[dict[str, Any] | Held] = [self.objects[k] for k in sorted(self.objects,
+                                                                          key=lambda k: (k[0], k[1] or "", k[2]))]
         return RawSnapshot(source=f"live:{self.client.cluster or 'cluster'}", manifest=manifest, objects=objs,
                            metrics=dict(self.metrics), logs=dict(self.logs))
 

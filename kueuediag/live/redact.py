@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from kueuediag.errors import InputError
+from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.reader import RawSnapshot
 
 KEEP_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "kueue-system"})
@@ -191,7 +192,7 @@ class Redactor:
                 self._collect_vocabulary(item, depth + 1)
 
     def learn(self, raw: RawSnapshot) -> None:
-        objs = sorted(raw.objects, key=_order)
+        objs = sorted(raw.dicts(), key=_order)
         for obj in objs:
             self._taken.add(str((obj.get("metadata") or {}).get("name")))
             self._collect_vocabulary(obj)
@@ -558,7 +559,7 @@ class Redactor:
         if isinstance(manifest.get("notes"), list):
             manifest["notes"] = [self.text(str(n)) for n in manifest["notes"]]
         manifest["redacted"] = True
-        objects = [self.obj(o) for o in raw.objects]
+        objects: list[dict[str, Any] | Held] = [self.obj(o) for o in raw.dicts()]
         metrics = {self.path(k): self.metrics(v) for k, v in raw.metrics.items()}
         logs = {self.path(k): self.logs(v) for k, v in raw.logs.items()}
         return RawSnapshot(source=raw.source, manifest=manifest, objects=objects, metrics=metrics, logs=logs)

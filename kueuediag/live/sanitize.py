@@ -28,7 +28,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from kueuediag.snapshot.model import LAST_APPLIED
+from kueuediag.snapshot.held import LAST_APPLIED
 
 REDACTED = "<redacted>"
 SECRET_WORDS = ("password", "passwd", "secret", "token", "apikey", "api-key", "api_key", "credential",

@@ -78,7 +78,7 @@ def snapshot_files(raw: RawSnapshot) -> dict[str, bytes]:
         "manifest.json": (json.dumps(manifest, indent=2, sort_keys=False) + "\n").encode(),
     }
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for obj in raw.objects:
+    for obj in raw.dicts():
         ns = (obj.get("metadata") or {}).get("namespace")
         kind = str(obj.get("kind") or "Unknown")
         where = f"objects/namespaces/{_safe(ns)}/{_safe(kind.lower())}.json" if ns else \

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from kueuediag.errors import InputError, MalformedObject
 from kueuediag.quantity import ZERO, parse_quantity, parse_resource_list
+from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.k8s import (
     Condition,
     EventView,
@@ -516,8 +517,31 @@ def workload_of(snap: Snapshot, obj: dict[str, Any]) -> WorkloadView:
 
 
 def workloads(snap: Snapshot) -> list[WorkloadView]:
-    """Every well-formed Workload; a malformed one is left out and recorded (see `malformed_objects`)."""
+    """Every well-formed Workload, finished ones too (decodes them all: prefer `active_workloads`); a malformed
+    one is left out and recorded (see `malformed_objects`)."""
     return snap.memo("workloads", lambda: _well_formed(snap, "Workload", lambda o: workload_of(snap, o)))
+
+
+def active_workloads(snap: Snapshot) -> list[WorkloadView]:
+    """Every well-formed Workload that is not Finished: the ones that hold quota, wait for it or run.
+
+    A Finished Workload holds no quota and waits for nothing (Kueue releases its quota when it finishes), so
+    every question about quota, queues, preemption and placement is answered from these; a snapshot's finished
+    Workloads stay undecoded (:mod:`kueuediag.snapshot.held`).
+    """
+    return snap.memo("active-workloads",
+                     lambda: _well_formed(snap, "Workload", lambda o: workload_of(snap, o), active=True))
+
+
+def workload_by_uid(snap: Snapshot, uid: str) -> WorkloadView | None:
+    """The well-formed Workload with this UID (finished or not), None when there is none."""
+    held = snap.held_by_uid(uid)
+    if held is None or held.kind != "Workload":
+        return None
+    try:
+        return workload_of(snap, snap.obj(held))
+    except MalformedObject:
+        return None
 
 
 @dataclass(frozen=True)
@@ -528,15 +552,56 @@ class Skipped:
     error: MalformedObject
 
 
-def _well_formed(snap: Snapshot, kind: str, build: Callable[[dict[str, Any]], V]) -> list[V]:
-    """The views of every object of `kind` that builds; the others are recorded once in the snapshot's registry.
+def workloads_since(snap: Snapshot, moment: datetime) -> list[WorkloadView]:
+    """Every well-formed Workload that can have been admitted after `moment`: those not Finished, and the
+    Finished ones that finished after it (or whose finishing time was not recorded). Decodes only those."""
+    start = moment.timestamp()
+
+    def recent(held: Held) -> bool:
+        if not held.settled:
+            return True
+        finished = parse_time_lenient(held.settled_at)
+        return finished is None or finished.timestamp() > start
+
+    objs = [snap.obj(h) for h in snap.entries("Workload") if recent(h)]
+    return _well_formed(snap, "Workload", lambda o: workload_of(snap, o), objs=objs)
+
+
+def finished_newest_first(snap: Snapshot, cluster_queue: str) -> list[tuple[datetime, Held]]:
+    """The Finished Workloads admitted to `cluster_queue` with their finishing time, newest first (ties by
+    namespace and name, newest-first order reversed), read from their index keys: none is decoded. A Workload
+    whose finishing time was not recorded is left out (it cannot be placed in time)."""
+
+    def build() -> dict[str, list[tuple[datetime, Held]]]:
+        out: dict[str, list[tuple[datetime, Held]]] = defaultdict(list)
+        for h in snap.entries("Workload"):
+            when = parse_time_lenient(h.settled_at) if h.settled and h.settled_in else None
+            if h.settled_in and when is not None:
+                out[h.settled_in].append((when, h))
+        for lst in out.values():
+            lst.sort(key=lambda x: (x[0], x[1].namespace or "", x[1].name), reverse=True)
+        return dict(out)
+
+    return snap.memo("finished-workloads-by-cq", build).get(cluster_queue, [])
+
+
+def finished_view(snap: Snapshot, held: Held) -> WorkloadView | None:
+    """The view of a Finished Workload found by `finished_newest_first` (None when it is malformed: recorded)."""
+    views = _well_formed(snap, "Workload", lambda o: workload_of(snap, o), objs=[snap.obj(held)])
+    return views[0] if views else None
+
+
+def _well_formed(snap: Snapshot, kind: str, build: Callable[[dict[str, Any]], V], active: bool = False,
+                 objs: list[dict[str, Any]] | None = None) -> list[V]:
+    """The views of every object of `kind` (that is not settled, with `active`) that builds; the others are
+    recorded once in the snapshot's registry.
 
     One malformed object must not blind every check that lists its kind: the analyses that aggregate over a
     scope ask `malformed_objects` whether anything inside their scope was left out (require_well_formed).
     """
     registry: dict[int, Skipped] = snap.memo("malformed-objects", dict)
     out: list[V] = []
-    for obj in snap.of_kind(kind):
+    for obj in (objs if objs is not None else snap.active(kind) if active else snap.of_kind(kind)):
         try:
             out.append(build(obj))
         except MalformedObject as exc:
@@ -545,8 +610,9 @@ def _well_formed(snap: Snapshot, kind: str, build: Callable[[dict[str, Any]], V]
 
 
 def malformed_objects(snap: Snapshot) -> list[Skipped]:
-    """Every malformed Workload, Pod, Node and Event in the snapshot, in load order (memoised per kind)."""
-    for view in (workloads, pods, nodes, events):
+    """Every malformed Workload, Pod, Node and Event that an aggregate could count, in load order (memoised per
+    kind). Settled objects (finished Workloads, terminated Pods) are in no aggregate and are not decoded."""
+    for view in (active_workloads, active_pods, nodes, events):
         view(snap)
     return list(snap.memo("malformed-objects", dict).values())
 
@@ -557,12 +623,13 @@ def workload(snap: Snapshot, namespace: str, name: str) -> WorkloadView | None:
 
 
 def workloads_by_cluster_queue(snap: Snapshot) -> dict[str, list[WorkloadView]]:
-    """Workloads per ClusterQueue: the admission CQ when reserved, else the CQ of the LocalQueue."""
+    """Workloads that are not Finished per ClusterQueue: the admission CQ when reserved, else the CQ of the
+    LocalQueue."""
 
     def build() -> dict[str, list[WorkloadView]]:
         idx = kueue_index(snap)
         out: dict[str, list[WorkloadView]] = defaultdict(list)
-        for w in workloads(snap):
+        for w in active_workloads(snap):
             cq = cluster_queue_of(idx, w)
             if cq:
                 out[cq].append(w)
@@ -578,14 +645,33 @@ def cluster_queue_of(idx: KueueIndex, w: WorkloadView) -> str | None:
     return lq.cluster_queue if lq else None
 
 
+def pod_of(snap: Snapshot, obj: dict[str, Any]) -> PodView:
+    """The view of one Pod object, built on first use and shared by every caller (like `workload_of`)."""
+    views: dict[int, PodView] = snap.memo("pod-views", dict)
+    view = views.get(id(obj))
+    if view is None:
+        build = snap.memo("guarded-pod-view", lambda: guarded(snap, pod_view))
+        view = views[id(obj)] = build(obj)
+    return view
+
+
 def pods(snap: Snapshot) -> list[PodView]:
-    return snap.memo("pods", lambda: _well_formed(snap, "Pod", guarded(snap, pod_view)))
+    """Every well-formed Pod, terminated ones too (decodes them all: prefer `active_pods`)."""
+    return snap.memo("pods", lambda: _well_formed(snap, "Pod", lambda o: pod_of(snap, o)))
+
+
+def active_pods(snap: Snapshot) -> list[PodView]:
+    """Every well-formed Pod that is not settled: pending, running, or being deleted (a Succeeded or Failed pod
+    holds no node resources and, unless it is being deleted, nothing else)."""
+    return snap.memo("active-pods", lambda: _well_formed(snap, "Pod", lambda o: pod_of(snap, o), active=True))
 
 
 def pods_by_node(snap: Snapshot) -> dict[str, list[PodView]]:
+    """Pods bound to each node that are not settled (terminated pods use none of its resources)."""
+
     def build() -> dict[str, list[PodView]]:
         out: dict[str, list[PodView]] = defaultdict(list)
-        for p in pods(snap):
+        for p in active_pods(snap):
             if p.node:
                 out[p.node].append(p)
         return dict(out)
@@ -616,24 +702,26 @@ def events_for(snap: Snapshot, kind: str, namespace: str | None, name: str) -> l
 
 
 def workload_pods(snap: Snapshot, w: WorkloadView) -> list[PodView]:
-    """Pods that belong to a Workload: via the pod-group label, the workload annotation, or the owner chain."""
+    """Pods that belong to a Workload: via the pod-group label, the workload annotation, or the owner chain.
 
-    def build() -> dict[str, list[PodView]]:
-        out: dict[str, list[PodView]] = defaultdict(list)
-        for p in pods(snap):
-            key = p.labels.get("kueue.x-k8s.io/pod-group-name") or p.annotations.get(
-                "kueue.x-k8s.io/pod-group-name") or p.annotations.get("kueue.x-k8s.io/workload")
+    Found from the pods' index keys (labels, Kueue's annotations, owner references): only the pods found are
+    decoded. A malformed pod is left out (and recorded), as `pods` leaves it out."""
+
+    def build() -> dict[str, list[Held]]:
+        out: dict[str, list[Held]] = defaultdict(list)
+        for h in snap.entries("Pod"):
+            key = h.labels.get("kueue.x-k8s.io/pod-group-name") or h.annotations.get(
+                "kueue.x-k8s.io/pod-group-name") or h.annotations.get("kueue.x-k8s.io/workload")
             if key:
-                out[f"{p.namespace}/{key}"].append(p)
+                out[f"{h.namespace or ''}/{key}"].append(h)
         return dict(out)
 
-    direct = snap.memo("pods-by-workload-name", build).get(w.ref(), [])
+    direct = snap.memo("pods-by-workload-name", build).get(w.ref())
     if direct:
-        return direct
-    found: list[PodView] = []
+        return _pod_views(snap, direct)
+    found: list[Held] = []
     owner_uid = (w.owner or {}).get("uid") or w.labels.get("kueue.x-k8s.io/job-uid")
     if owner_uid:
-        by_uid = snap.memo("pods-by-uid", lambda: {p.uid: p for p in pods(snap)})
         stack = [owner_uid]
         seen: set[str] = set()
         while stack:
@@ -641,12 +729,80 @@ def workload_pods(snap: Snapshot, w: WorkloadView) -> list[PodView]:
             if uid in seen:
                 continue
             seen.add(uid)
-            for child in snap.children(uid):
-                cuid = meta(child).get("uid")
-                if child.get("kind") == "Pod" and cuid in by_uid:
-                    found.append(by_uid[cuid])
-                elif cuid and child.get("kind") != "Workload":
-                    stack.append(cuid)
-        if w.owner and w.owner.get("kind") == "Pod" and owner_uid in by_uid:
-            found.append(by_uid[owner_uid])
-    return found
+            for child in snap.child_entries(uid):
+                if child.kind == "Pod" and child.uid:
+                    found.append(child)
+                elif child.uid and child.kind != "Workload":
+                    stack.append(child.uid)
+        owner = snap.held_by_uid(owner_uid)
+        if w.owner and w.owner.get("kind") == "Pod" and owner is not None and owner.kind == "Pod":
+            found.append(owner)
+    return _pod_views(snap, found)
+
+
+def well_formed_workload(snap: Snapshot, namespace: str, name: str) -> WorkloadView | None:
+    """The Workload `namespace/name` when it exists and is well-formed (a malformed one is recorded, not raised)."""
+    try:
+        return workload(snap, namespace, name)
+    except MalformedObject:
+        return None
+
+
+def workload_of_object(snap: Snapshot, obj: dict[str, Any]) -> WorkloadView | None:
+    """The well-formed Workload an object belongs to — the inverse of `workload_pods`: the Workload it owns (a
+    job-like owner, by ownerReference or Kueue's job-uid label); for a pod, the Workload of its pod group or
+    annotation, else the one owned by the nearest owner up its chain. Read from index keys: decodes only what
+    it finds."""
+
+    def build() -> dict[str, Held]:
+        out: dict[str, Held] = {}
+        for h in snap.entries("Workload"):
+            for uid, _, _, _ in h.owners:
+                if uid:
+                    out.setdefault(uid, h)
+            job_uid = h.labels.get("kueue.x-k8s.io/job-uid")
+            if job_uid:
+                out.setdefault(job_uid, h)
+        return out
+
+    by_owner = snap.memo("workloads-by-owner-uid", build)
+
+    def of(held: Held) -> WorkloadView | None:
+        try:
+            return workload_of(snap, snap.obj(held))
+        except MalformedObject:
+            return None
+
+    m = meta(obj)
+    current: dict[str, Any] | None = obj
+    if obj.get("kind") == "Pod":
+        lbls, ann = m.get("labels") or {}, m.get("annotations") or {}
+        key = lbls.get("kueue.x-k8s.io/pod-group-name") or ann.get("kueue.x-k8s.io/pod-group-name") or ann.get(
+            "kueue.x-k8s.io/workload")
+        if key:
+            return well_formed_workload(snap, str(m.get("namespace") or ""), str(key))
+    seen: set[str] = set()
+    while current is not None:
+        uid = str(meta(current).get("uid") or "")
+        if not uid or uid in seen:
+            return None
+        seen.add(uid)
+        held = by_owner.get(uid)
+        if held is not None:
+            return of(held)
+        refs = meta(current).get("ownerReferences") or []
+        ref = next((r for r in refs if isinstance(r, dict) and r.get("controller")), refs[0] if refs else None)
+        current = snap.by_uid(str(ref.get("uid") or "")) if isinstance(ref, dict) else None
+    return None
+
+
+def _pod_views(snap: Snapshot, held: list[Held]) -> list[PodView]:
+    registry: dict[int, Skipped] = snap.memo("malformed-objects", dict)
+    out: list[PodView] = []
+    for h in held:
+        obj = snap.obj(h)
+        try:
+            out.append(pod_of(snap, obj))
+        except MalformedObject as exc:
+            registry.setdefault(id(obj), Skipped(obj, exc))
+    return out

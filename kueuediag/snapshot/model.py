@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from kueuediag.errors import InputError, MalformedObject, clip, shown
+from kueuediag.snapshot.held import LAST_APPLIED, Held, held_of
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, Limits
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.timeutil import parse_time, parse_time_lenient
@@ -64,8 +65,6 @@ SHAPES: dict[str, tuple[str, ...]] = {
 LAZY_SHAPE_KINDS = {"Workload", "Pod", "Job", "Event"}
 """Bulk kinds: their shapes are checked only when building a view fails (see `malformed`), keeping loads fast."""
 _TYPES: dict[str, tuple[type, ...]] = {"dict": (dict,), "list": (list,), "int": (int,), "str": (str,)}
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-"""The annotation dropped from every object at load (and by the live collector's sanitiser)."""
 DROPPED_KINDS = {"Secret"}
 """Never kept in memory, even when a user's dump contains them."""
 
@@ -110,11 +109,6 @@ class Manifest:
     """Some parts could not be collected (`errors` says which): a warning, never a load failure."""
 
 
-def _ns_name(obj: dict[str, Any]) -> tuple[str | None, str]:
-    meta = obj["metadata"]
-    return meta.get("namespace"), meta["name"]
-
-
 class Snapshot:
     """An indexed, read-only view of one recorded (or live-collected) cluster state."""
 
@@ -124,12 +118,12 @@ class Snapshot:
         self.raw = raw
         """what was read, kept so a fix can be applied to a copy and re-diagnosed (kueuediag.fixes)"""
         self.manifest = _manifest(raw)
-        self._by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        self._by_key: dict[tuple[str, str | None, str], dict[str, Any]] = {}
-        self._by_uid: dict[str, dict[str, Any]] = {}
-        self._children: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._by_kind: dict[str, list[Held]] = defaultdict(list)
+        self._by_key: dict[tuple[str, str | None, str], Held] = {}
+        self._by_uid: dict[str, Held] = {}
+        self._children: dict[str, list[Held]] = defaultdict(list)
         self._memo: dict[Any, Any] = {}
-        self._origins = raw.origins
+        self._origins: dict[int, str] = dict(raw.origins)
         self.warnings: list[str] = list(raw.warnings)
         """input read in a degraded way (replaced bytes, skipped files, cut logs): shown with the verdict"""
         for obj in raw.objects:
@@ -139,18 +133,19 @@ class Snapshot:
         self.now = now or self.manifest.captured_at or self._newest_timestamp()
 
     # --- loading -----------------------------------------------------------------------------------------
-    def _add(self, obj: dict[str, Any]) -> None:
+    def _add(self, entry: dict[str, Any] | Held) -> None:
+        if isinstance(entry, Held):
+            if entry.kind in DROPPED_KINDS:
+                return
+            self._check_version(entry.kind, entry.api_version, entry, entry.origin)
+            self._index(entry)
+            return
+        obj = entry
         kind = obj["kind"]
         if kind in DROPPED_KINDS:
             return
         origin = self._origins.get(id(obj))
-        api = obj["apiVersion"]
-        group, _, version = api.rpartition("/")
-        if group == KUEUE_GROUP and kind in KUEUE_VERSIONS and version not in KUEUE_VERSIONS[kind]:
-            raise InputError(
-                f"{_describe(obj, origin)}: unsupported apiVersion {clip(api)} "
-                f"(kueuediag reads {', '.join(sorted(KUEUE_VERSIONS[kind]))})", source=origin, field="apiVersion"
-            )
+        self._check_version(kind, obj["apiVersion"], obj, origin)
         for part in ("metadata", "spec", "status"):
             if part in obj and obj[part] is not None and not isinstance(obj[part], dict):
                 _shape_error(obj, part, "dict", obj[part], origin)
@@ -162,28 +157,49 @@ class Snapshot:
             del annotations[LAST_APPLIED]
         if kind not in LAZY_SHAPE_KINDS:
             _check_shapes(obj, origin)
-        ns, name = _ns_name(obj)
-        key = (kind, ns, name)
-        if key in self._by_key:
+        self._index(held_of(obj, origin))
+
+    @staticmethod
+    def _check_version(kind: str, api: str, obj: dict[str, Any] | Held, origin: str | None) -> None:
+        group, _, version = api.rpartition("/")
+        if group == KUEUE_GROUP and kind in KUEUE_VERSIONS and version not in KUEUE_VERSIONS[kind]:
+            where = (f"{origin + ': ' if origin else ''}{clip(kind, 60)} "
+                     f"{'/'.join(clip(x, 80) for x in (obj.namespace, obj.name) if x)}"
+                     if isinstance(obj, Held) else _describe(obj, origin))
+            raise InputError(
+                f"{where}: unsupported apiVersion {clip(api)} "
+                f"(kueuediag reads {', '.join(sorted(KUEUE_VERSIONS[kind]))})", source=origin, field="apiVersion"
+            )
+
+    def _index(self, held: Held) -> None:
+        key = (held.kind, held.namespace, held.name)
+        old = self._by_key.get(key)
+        if old is not None:
             # Same object twice (e.g. a List and a single-object file): keep the newer resourceVersion.
-            old = self._by_key[key]
-            if _rv(obj) < _rv(old):
+            if held.rv < old.rv:
                 return
-            self._by_kind[kind].remove(old)
-        self._by_key[key] = obj
-        self._by_kind[kind].append(obj)
-        meta = obj["metadata"]
-        uid = meta.get("uid")
-        if uid:
-            self._by_uid[uid] = obj
-        for ref in meta.get("ownerReferences") or ():
-            if isinstance(ref, dict) and ref.get("uid"):
-                self._children[ref["uid"]].append(obj)
+            self._by_kind[held.kind].remove(old)
+        self._by_key[key] = held
+        self._by_kind[held.kind].append(held)
+        if held.uid:
+            self._by_uid[held.uid] = held
+        for uid, _, _, _ in held.owners:
+            if uid:
+                self._children[uid].append(held)
+
+    def _obj(self, held: Held) -> dict[str, Any]:
+        """The object of `held`, decoded on first use (its file is remembered for error messages)."""
+        if held.decoded:
+            return held.obj()
+        obj = held.obj()
+        if held.origin:
+            self._origins[id(obj)] = held.origin
+        return obj
 
     def _newest_timestamp(self) -> datetime:
         newest: datetime | None = None
-        for objs in self._by_kind.values():
-            for obj in objs:
+        for kind in self._by_kind:
+            for obj in self.of_kind(kind):
                 for moment in _object_times(obj):
                     if newest is None or moment > newest:
                         newest = moment
@@ -199,10 +215,34 @@ class Snapshot:
         return sorted(self._by_kind)
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        """Every object of `kind`, decoded (use `entries`, `active` or the indexes to read only a few)."""
+        entries = self._by_kind.get(kind)
+        if not entries:
+            return []
+        return self.memo(("of-kind", kind), lambda: [self._obj(h) for h in entries])
+
+    def entries(self, kind: str) -> list[Held]:
+        """Every object of `kind` as its Held record: identity, index keys and whether it is settled; `obj(h)`
+        decodes one."""
         return self._by_kind.get(kind, [])
 
+    def count(self, kind: str) -> int:
+        return len(self._by_kind.get(kind, ()))
+
+    def obj(self, held: Held) -> dict[str, Any]:
+        return self._obj(held)
+
+    def active(self, kind: str) -> list[dict[str, Any]]:
+        """The objects of `kind` that are not settled (a Finished Workload, a Succeeded/Failed Pod that is not
+        being deleted, see :mod:`kueuediag.snapshot.held`): what holds quota, waits, runs or terminates."""
+        entries = self._by_kind.get(kind)
+        if not entries:
+            return []
+        return self.memo(("active", kind), lambda: [self._obj(h) for h in entries if not h.settled])
+
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        return self._by_key.get((kind, namespace, name))
+        held = self._by_key.get((kind, namespace, name))
+        return self._obj(held) if held is not None else None
 
     def origin(self, obj: dict[str, Any]) -> str | None:
         """The file an object was read from (None for live-collected or hand-built snapshots)."""
@@ -220,15 +260,22 @@ class Snapshot:
         return malformed(obj, exc, origin)
 
     def by_uid(self, uid: str) -> dict[str, Any] | None:
+        held = self._by_uid.get(uid)
+        return self._obj(held) if held is not None else None
+
+    def held_by_uid(self, uid: str) -> Held | None:
         return self._by_uid.get(uid)
 
     def children(self, uid: str) -> list[dict[str, Any]]:
         """Objects whose ownerReferences name `uid`."""
+        return [self._obj(h) for h in self._children.get(uid, ())]
+
+    def child_entries(self, uid: str) -> list[Held]:
         return self._children.get(uid, [])
 
     def in_namespace(self, kind: str, namespace: str) -> list[dict[str, Any]]:
-        index = self.memo(("ns-index", kind), lambda: _group_by(self.of_kind(kind), _namespace_of))
-        return index.get(namespace, [])
+        index = self.memo(("ns-index", kind), lambda: _group_by(self.entries(kind), _namespace_of))
+        return [self._obj(h) for h in index.get(namespace, ())]
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
         """Compute-once cache shared by all checks (analyses are pure functions of the snapshot)."""
@@ -417,19 +464,12 @@ def _check_metadata(obj: dict[str, Any], origin: str | None) -> None:
                 _shape_error(obj, f"metadata.ownerReferences[{i}].{key}", "str", value, origin)
 
 
-def _rv(obj: dict[str, Any]) -> int:
-    try:
-        return int(obj["metadata"].get("resourceVersion") or 0)
-    except (TypeError, ValueError):
-        return 0
+def _namespace_of(held: Held) -> str:
+    return held.namespace or ""
 
 
-def _namespace_of(obj: dict[str, Any]) -> str:
-    return str(obj["metadata"].get("namespace") or "")
-
-
-def _group_by(objs: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def _group_by(objs: Iterable[T], key: Callable[[T], str]) -> dict[str, list[T]]:
+    out: dict[str, list[T]] = defaultdict(list)
     for obj in objs:
         out[key(obj)].append(obj)
     return dict(out)

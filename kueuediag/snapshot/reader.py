@@ -10,6 +10,7 @@ with a warning), and an archive is streamed once, in member order, reading only 
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import stat
@@ -23,6 +24,7 @@ import yaml
 
 from kueuediag import jsonload
 from kueuediag.errors import InputError, clip, shown
+from kueuediag.snapshot.held import Held, OpenFile, split_list
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, FLAG_NAMES, Limits
 
 FORMAT = "kueuediag-snapshot/v1"
@@ -48,7 +50,8 @@ class RawSnapshot:
 
     source: str
     manifest: dict[str, Any] = field(default_factory=dict)
-    objects: list[dict[str, Any]] = field(default_factory=list)
+    objects: list[dict[str, Any] | Held] = field(default_factory=list)
+    """in file order; the items of a JSON List of a bulk kind are Held (decoded on first use)"""
     metrics: dict[str, str] = field(default_factory=dict)
     """path → OpenMetrics text"""
     logs: dict[str, str] = field(default_factory=dict)
@@ -57,6 +60,10 @@ class RawSnapshot:
     """id(object) → the file it was read from (valid while `objects` holds the object)"""
     warnings: list[str] = field(default_factory=list)
     """input that was read in a degraded way (bytes replaced, files skipped, logs cut)"""
+
+    def dicts(self) -> list[dict[str, Any]]:
+        """Every object decoded (a collected snapshot holds only decoded objects: this is then free)."""
+        return [o.obj() if isinstance(o, Held) else o for o in self.objects]
 
 
 class _Budget:
@@ -130,7 +137,21 @@ def _is_log(rel: str) -> bool:
     return rel.startswith("logs/") and rel.lower().endswith(LOG_SUFFIXES)
 
 
-def _read_regular(full: Path, rel: str, budget: _Budget, tail: bool) -> bytes:
+MAP_AT_BYTES = 4 << 20
+"""A JSON object file this large is mapped, not read: its Lists' items are held as slices of the mapping
+(:mod:`kueuediag.snapshot.held`) and the pages go back to the page cache once the items are indexed."""
+
+
+@dataclass
+class Mapped:
+    """A large JSON object file, mapped: split into items, then unmapped; its held items are read back by
+    offset from `file`."""
+
+    map: mmap.mmap
+    file: OpenFile
+
+
+def _read_regular(full: Path, rel: str, budget: _Budget, tail: bool) -> bytes | Mapped:
     """Read one regular file within the per-file bound (a log keeps its tail), never blocking on a FIFO."""
     try:
         fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK)
@@ -138,6 +159,12 @@ def _read_regular(full: Path, rel: str, budget: _Budget, tail: bool) -> bytes:
         raise InputError(f"{rel}: cannot read: {exc.strerror or exc}") from None
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fd).st_size
+        if not tail and rel.lower().endswith(".json") and MAP_AT_BYTES <= size <= budget.limits.max_file_bytes:
+            budget.spend(size)
+            try:
+                return Mapped(mmap.mmap(fd, size, prot=mmap.PROT_READ), OpenFile(rel, os.dup(fd)))
+            except (OSError, ValueError):
+                budget.bytes -= size  # not mappable (a special file system): read it
         return _bounded_read(fh, size, rel, budget, tail)
 
 
@@ -160,7 +187,7 @@ def _bounded_read(fh: IO[bytes], size: int, rel: str, budget: _Budget, tail: boo
     return data
 
 
-def _dir_entries(root: Path, budget: _Budget, raw: RawSnapshot) -> Iterator[tuple[str, bytes]]:
+def _dir_entries(root: Path, budget: _Budget, raw: RawSnapshot) -> Iterator[tuple[str, bytes | Mapped]]:
     skipped: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -251,24 +278,24 @@ def _tail_note(rel: str, kept: int, size: int) -> str:
 # --- what the bytes are -------------------------------------------------------------------------------------
 
 
-def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, bytes]], budget: _Budget) -> RawSnapshot:
+def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, bytes | Mapped]], budget: _Budget) -> RawSnapshot:
     source = raw.source
     seen_layout = False
-    loose: list[tuple[str, bytes]] = []
+    loose: list[tuple[str, bytes | Mapped]] = []
     for rel, data in entries:
         top = rel.split("/", 1)[0]
         lower = rel.lower()
         if rel == "manifest.json":
-            raw.manifest = _parse_manifest(source, data)
+            raw.manifest = _parse_manifest(source, _plain(data))
             seen_layout = True
         elif top == "objects" and lower.endswith(OBJECT_SUFFIXES):
             _add_objects(raw, rel, parse_objects(rel, data, budget.limits), budget)
             seen_layout = True
         elif top == "metrics" and lower.endswith(METRIC_SUFFIXES):
-            raw.metrics[rel] = _side_text(raw, rel, data)
+            raw.metrics[rel] = _side_text(raw, rel, _plain(data))
             seen_layout = True
         elif top == "logs" and lower.endswith(LOG_SUFFIXES):
-            raw.logs[rel] = _bounded_log(raw, rel, _side_text(raw, rel, data), budget)
+            raw.logs[rel] = _bounded_log(raw, rel, _side_text(raw, rel, _plain(data)), budget)
             seen_layout = True
         elif lower.endswith(OBJECT_SUFFIXES) and top not in ("metrics", "logs"):
             loose.append((rel, data))
@@ -282,10 +309,11 @@ def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, bytes]], budget: _
     return raw
 
 
-def _add_objects(raw: RawSnapshot, rel: str, objs: list[dict[str, Any]], budget: _Budget) -> None:
+def _add_objects(raw: RawSnapshot, rel: str, objs: list[dict[str, Any] | Held], budget: _Budget) -> None:
     raw.objects.extend(objs)
     for obj in objs:
-        raw.origins[id(obj)] = rel
+        if not isinstance(obj, Held):
+            raw.origins[id(obj)] = rel
     if len(raw.objects) > budget.limits.max_objects:
         raise budget.exceeded(f"{raw.source}: more than {budget.limits.max_objects:,} objects", "max_objects")
 
@@ -349,8 +377,37 @@ def _parse_problem(exc: BaseException) -> str:
     return clip(str(exc), 120)
 
 
-def parse_objects(rel: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any]]:
-    """Parse one kubectl output file: a single object, a `kind: List`, or multi-document YAML."""
+def parse_objects(rel: str, data: bytes | Mapped, limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any] | Held]:
+    """Parse one kubectl output file: a single object, a `kind: List`, or multi-document YAML.
+
+    A JSON List is split into its items and those of a bulk kind are held undecoded (:mod:`.held`).
+    """
+    if rel.lower().endswith(".json"):
+        if isinstance(data, Mapped):
+            items = split_list(data.map, rel, data.file)
+            plain = data.map[:] if items is None else b""
+            try:
+                data.map.close()  # held items are read back by offset (unless a slice of the map still refers to it)
+            except BufferError:
+                pass
+            if items is None:
+                return _parse_documents(rel, plain, limits)
+        else:
+            items = split_list(data, rel)
+        if items is not None:
+            where = f"{rel} (document 1)"
+            for j, item in enumerate(items):
+                if not isinstance(item, Held):
+                    _check_object(f"{where} item {j + 1}", item)
+            return items
+    return _parse_documents(rel, _plain(data), limits)
+
+
+def _plain(data: bytes | Mapped) -> bytes:
+    return data.map[:] if isinstance(data, Mapped) else data
+
+
+def _parse_documents(rel: str, data: bytes, limits: Limits) -> list[dict[str, Any] | Held]:
     docs: list[Any]
     if rel.lower().endswith(".json"):
         try:
@@ -380,7 +437,7 @@ def parse_objects(rel: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> lis
         if doc is None:
             continue
         _flatten(rel, i, doc, out)
-    return out
+    return list(out)
 
 
 def _check_aliases(rel: str, text: str, limit: int) -> None:
