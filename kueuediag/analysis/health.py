@@ -314,7 +314,7 @@ def controller_activity(snap: Snapshot, since: datetime) -> ControllerActivity:
         """(newest timestamp, sorted times of scheduling-cycle lines), read once per snapshot."""
         covered = [ln for ln in (log_lines(snap) if snap.logs_text else []) if ln.ts is not None]
         newest = max((ln.ts for ln in covered if ln.ts is not None), default=None)
-        return newest, sorted(ln.ts for ln in covered if ln.ts is not None and "schedulingCycle" in ln.fields)
+        return newest, sorted(ln.ts for ln in covered if ln.ts is not None and ln.has_field("schedulingCycle"))
 
     newest, cycles = snap.memo("health:scheduling-cycle-times", timeline)
     scheduling: int | None = None

@@ -15,7 +15,6 @@ The small semver helper (:func:`parse_version`, :func:`satisfies`, :func:`is_fix
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -387,39 +386,14 @@ class SignatureHit:
         return self.count >= self.signature.repeat and self.span_seconds >= self.signature.min_span_seconds
 
 
-_HINT = re.compile("|".join(re.escape(h) for h in TEXT_HINTS))
-
-
-class _HintedSpans:
-    """Whether a line contains one of `TEXT_HINTS`: searched once over each log file's whole text (lines are
-    slices of it, see `LogLine.raw`), then answered per line by bisection, instead of once per line and hint."""
-
-    def __init__(self) -> None:
-        self._found: dict[int, list[int]] = {}
-
-    def contains_hint(self, line: LogLine) -> bool:
-        if line.stop < 0:
-            return _HINT.search(line.text) is not None
-        found = self._found.get(id(line.text))
-        if found is None:
-            found = self._found[id(line.text)] = [m.start() for m in _HINT.finditer(line.text)]
-        i = bisect_left(found, line.start)
-        # a hint may not straddle the line's end: matches start inside the line and end by its stop
-        while i < len(found) and found[i] < line.stop:
-            if _HINT.match(line.text, found[i], line.stop):
-                return True
-            i += 1
-        return False
-
-
 def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES) -> list[SignatureHit]:
     """Match every line against every signature; one hit per (signature, group key), library order."""
     groups: dict[tuple[str, str], list[LogLine]] = defaultdict(list)
-    hinted = _HintedSpans()
     for line in lines:
         # cheap substring test first: most lines can match no text-pattern signature at all
+        raw = line.raw
         msg = line.msg
-        text_possible = hinted.contains_hint(line)
+        text_possible = any(h in raw for h in TEXT_HINTS)
         for sig in signatures:
             if sig.text is not None and not text_possible:
                 continue

@@ -72,7 +72,7 @@ class _Assignment(msgspec.Struct):
 
 class _Admission(msgspec.Struct):
     clusterQueue: Any = None  # noqa: N815
-    podSetAssignments: list[_Assignment] | None = None  # noqa: N815
+    podSetAssignments: msgspec.Raw = msgspec.Raw(b"null")  # noqa: N815 - read once per distinct text
 
 
 class _Status(msgspec.Struct):
@@ -95,9 +95,15 @@ class _List(msgspec.Struct):
     items: list[msgspec.Raw] | None = None
 
 
+class _Heads(msgspec.Struct):
+    items: list[_Head] | None = None
+
+
 _LIST = msgspec.json.Decoder(_List)
 Usage = tuple[tuple[str, str, Any], ...]
 _HEAD = msgspec.json.Decoder(_Head)
+_HEADS = msgspec.json.Decoder(_Heads)
+_ASSIGNMENTS = msgspec.json.Decoder(list[_Assignment] | None)
 
 
 class OpenFile:
@@ -222,8 +228,15 @@ def split_list(data: bytes | mmap.mmap, origin: str,
     list_version = envelope.apiVersion if isinstance(envelope.apiVersion, str) else None
     out: list[dict[str, Any] | Held] = []
     spans = _spans(data, envelope.items) if source is not None else None
+    try:  # every head in one pass; an item whose head has the wrong types makes it fail: then one by one
+        heads: list[_Head | None] | None = list(_HEADS.decode(data).items or ())
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        heads = None
+    if heads is not None and len(heads) != len(envelope.items):
+        heads = None
+    usages: dict[bytes, Usage] = {}
     for i, raw in enumerate(envelope.items):
-        held = _hold(raw, item_kind, list_version, origin)
+        held = _hold(raw, heads[i] if heads is not None else _head(raw), item_kind, list_version, origin, usages)
         if held is not None:
             if spans is not None and source is not None:
                 held.at(source, spans[i], len(raw))
@@ -265,20 +278,25 @@ def _spans(data: bytes | mmap.mmap, items: list[msgspec.Raw]) -> list[int] | Non
     return out
 
 
-def _hold(raw: msgspec.Raw, item_kind: str | None, list_version: str | None, origin: str) -> Held | None:
+def _head(raw: msgspec.Raw) -> _Head | None:
+    try:
+        return _HEAD.decode(raw)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def _hold(raw: msgspec.Raw, head: _Head | None, item_kind: str | None, list_version: str | None, origin: str,
+          usages: dict[bytes, Usage]) -> Held | None:
     """The Held record of one List item, or None when it must be decoded whole (not a bulk kind, or a head that
     does not have the types every object's metadata must have)."""
-    try:
-        head = _HEAD.decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+    if head is None:
         return None
     kind = head.kind if head.kind is not None else item_kind
     api = head.apiVersion if head.apiVersion is not None else (list_version if item_kind else None)
     meta = head.metadata
     if kind not in HELD_KINDS or not isinstance(api, str) or not api or meta is None or not meta.name:
         return None
-    spec = bytes(memoryview(head.spec)[:1]) or b"n"
-    if spec not in (b"{", b"n"):
+    if memoryview(head.spec)[0] not in _MAPPING_OR_NULL:
         return None  # spec is not a mapping: the loader names the field
     status = head.status
     conditions = (status.conditions if status is not None else None) or ()
@@ -299,8 +317,26 @@ def _hold(raw: msgspec.Raw, item_kind: str | None, list_version: str | None, ori
         labels=meta.labels or _NONE, annotations=meta.annotations or _NONE, settled=settled,
         origin=origin, raw=raw, settled_at=settled_at,
         settled_in=_str(status.admission.clusterQueue) if settled and status and status.admission else None,
-        settled_usage=_usage(status.admission.podSetAssignments) if settled and status and status.admission else (),
+        settled_usage=_usage_of(status.admission.podSetAssignments, usages) if settled and status and status.admission
+        else (),
     )
+
+
+_MAPPING_OR_NULL = frozenset(b"{n")
+
+
+def _usage_of(raw: msgspec.Raw, usages: dict[bytes, Usage]) -> Usage:
+    """`_usage` of status.admission.podSetAssignments as written, worked out once per distinct text (a
+    cluster's jobs come in a few shapes); assignments of the wrong types hold nothing that can be read."""
+    key = bytes(raw)
+    usage = usages.get(key)
+    if usage is None:
+        try:
+            usage = _usage(_ASSIGNMENTS.decode(key))
+        except msgspec.DecodeError:
+            usage = ()
+        usages[key] = usage
+    return usage
 
 
 def _settled_dict(obj: dict[str, Any]) -> bool:

@@ -508,11 +508,16 @@ def workload_of(snap: Snapshot, obj: dict[str, Any]) -> WorkloadView:
     Resolving one target normalises only the Workloads it touches; `workloads()` hands out the very same
     view objects, so identity comparisons between a target and a listed workload hold.
     """
-    views: dict[int, WorkloadView] = snap.memo("workload-views", dict)
+    return _shared_view(snap, "workload", workload_view, obj)
+
+
+def _shared_view(snap: Snapshot, name: str, build: Callable[[dict[str, Any]], V], obj: dict[str, Any]) -> V:
+    """The view of `obj` built by `build` (guarded) once per snapshot, then handed to every caller."""
+    views: dict[int, V] = snap.memo(f"{name}-views", dict)
     view = views.get(id(obj))
     if view is None:
-        build = snap.memo("guarded-workload-view", lambda: guarded(snap, workload_view))
-        view = views[id(obj)] = build(obj)
+        guarded_build = snap.memo(f"guarded-{name}-view", lambda: guarded(snap, build))
+        view = views[id(obj)] = guarded_build(obj)
     return view
 
 
@@ -647,12 +652,7 @@ def cluster_queue_of(idx: KueueIndex, w: WorkloadView) -> str | None:
 
 def pod_of(snap: Snapshot, obj: dict[str, Any]) -> PodView:
     """The view of one Pod object, built on first use and shared by every caller (like `workload_of`)."""
-    views: dict[int, PodView] = snap.memo("pod-views", dict)
-    view = views.get(id(obj))
-    if view is None:
-        build = snap.memo("guarded-pod-view", lambda: guarded(snap, pod_view))
-        view = views[id(obj)] = build(obj)
-    return view
+    return _shared_view(snap, "pod", pod_view, obj)
 
 
 def pods(snap: Snapshot) -> list[PodView]:

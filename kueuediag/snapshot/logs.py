@@ -143,7 +143,16 @@ class LogLine:
 
     def field_text(self, key: str) -> str:
         """A field as text (object refs as ``ns/name``), empty when absent."""
+        if self.kept_fields is None and self.format == "json" and f'"{key}"' not in self.raw:
+            return ""  # a JSON line without the key's text has no such field: not parsed again
         return _as_text(self.fields.get(key))
+
+    def has_field(self, key: str) -> bool:
+        """Whether the line has the structured field `key` (a JSON line is parsed again only when its text
+        holds the key)."""
+        if self.kept_fields is None and self.format == "json" and f'"{key}"' not in self.raw:
+            return False
+        return key in self.fields
 
     def names_workload(self, namespace: str | None, name: str) -> bool:
         for ns, n in self.workloads:
