@@ -18,10 +18,19 @@ import pytest
 from kueuediag_checks.log_patterns import queue_context
 
 from kueuediag.analysis.admission_rates import admission_rates, detect_trickle, sparkline
+from kueuediag.analysis.guarantees import (
+    _releases,
+    fit_cq,
+    guarantee_violations,
+    is_pending,
+    nominal_fit,
+    pending_since,
+    violation_for,
+)
 from kueuediag.analysis.queue_ahead import ahead_of, fits_after, namespace_mismatch
 from kueuediag.analysis.queue_order import QueueEntry, pending_queue, queue_entry
 from kueuediag.analysis.queue_route import local_queue_names
-from kueuediag.analysis.quota_fit import workload_fit
+from kueuediag.analysis.quota_fit import _fit_with_partial, workload_fit
 from kueuediag.analysis.signatures import SignatureHit, hits_concerning
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
@@ -169,6 +178,73 @@ def test_kd501_queue_context_equals_the_selection_over_every_hit(fixture: str, b
     assert compared > 0
     if fixture in ("scenarios/stuck-preemption-target", "snapshots/health-pod-preemption-grace"):
         assert found > 0  # re-queue loops of other workloads name the ClusterQueue: context was compared
+
+
+def _direct_release(snap: Snapshot, w: WorkloadView) -> str | None:
+    """The release that dated the workload's violation, searched for this workload alone: every release after
+    it became pending, each probe a fresh nominal fit (not the probes shared by the workloads of its shape)."""
+    since0, _ = pending_since(w)
+    if since0 is None:
+        return None
+    releases = list(_releases(snap, fit_cq(snap, w), since0))
+    lo, hi = 0, len(releases)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        again = nominal_fit(snap, w, releases[mid][2])
+        if again is not None and not again.fits:
+            hi = mid
+        else:
+            lo = mid + 1
+    return f"Workload/{releases[lo][1].namespace}/{releases[lo][1].name}" if lo < len(releases) else None
+
+
+@pytest.mark.parametrize("fixture", ["bench", "guarantee-churn", "guarantee-violation", "kueue-record"])
+def test_violations_equal_a_search_per_workload(fixture: str, bench_dir: Path) -> None:
+    """guarantee_violations shares its release probes across the workloads of a shape in a queue; each violation
+    equals one computed for that workload alone on a fresh snapshot, and its dating release equals a search
+    with fresh probes over the releases after it became pending."""
+    path = str(bench_dir if fixture == "bench" else FIXTURES / fixture)
+    shared = load_snapshot(path)
+    found = {v.workload.ref(): v for v in guarantee_violations(shared)}
+    assert found
+    dated = 0
+    for ref, v in list(found.items())[:40]:
+        fresh = load_snapshot(path)
+        w = next(x for x in workloads(fresh) if x.ref() == ref)
+        alone = violation_for(fresh, w)
+        assert alone is not None
+        assert (alone.since, alone.since_source, alone.seconds, alone.notes, alone.metric_selectors,
+                alone.fit.flavors) == (v.since, v.since_source, v.seconds, v.notes, v.metric_selectors,
+                                       v.fit.flavors), ref
+        released = f"Workload/{v.released_by.namespace}/{v.released_by.name}" if v.released_by is not None else None
+        assert released == _direct_release(load_snapshot(path), w), ref
+        dated += released is not None
+    # the shared run found no violation the per-workload reading misses
+    assert {w.ref() for w in workloads(shared) if is_pending(w) and violation_for(shared, w)} == set(found)
+    if fixture == "bench":
+        assert dated > 0  # releases dated some violations: the shared probes were compared
+
+
+@pytest.mark.parametrize("fixture", ["bench", "snapshots/guarantee-violation", "snapshots/queue-priority",
+                                     "snapshots/flavor-conflict", "scenarios/fragmentation-tas"])
+def test_fits_shared_by_shape_equal_each_workloads_own(fixture: str, bench_dir: Path) -> None:
+    """workload_fit shares one fit among the workloads of a shape holding no quota; each equals the fit
+    computed for that workload alone."""
+    snap = load_snapshot(str(bench_dir if fixture == "bench" else ROOT / "fixtures" / fixture))
+    compared = shared = 0
+    seen: set[int] = set()
+    for cq, wls in sorted(workloads_by_cluster_queue(snap).items()):
+        if cq not in kueue_index(snap).cluster_queues:
+            continue
+        for w in wls:
+            fit = workload_fit(snap, w, cq)
+            assert fit == _fit_with_partial(snap, w, cq), w.ref()
+            compared += 1
+            shared += id(fit) in seen
+            seen.add(id(fit))
+    assert compared > 0
+    if fixture == "bench":
+        assert shared > 0  # workloads of one shape did share a fit
 
 
 def _doc(snap: Snapshot, namespace: str, name: str) -> dict[str, object]:

@@ -32,7 +32,7 @@ from typing import Any, overload
 
 from kueuediag.analysis.health import last_spec_change
 from kueuediag.analysis.messages import ReasonKind, parse_pending_message
-from kueuediag.analysis.quota_fit import WorkloadFit, workload_fit
+from kueuediag.analysis.quota_fit import WorkloadFit, fit_shape, workload_fit
 from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quotas
 from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.errors import MalformedObject
@@ -89,10 +89,7 @@ def _shape(snap: Snapshot, w: WorkloadView) -> tuple[tuple[object, ...], ...]:
     shapes: dict[int, tuple[tuple[object, ...], ...]] = snap.memo("guarantees:shapes", dict)
     shape = shapes.get(id(w))
     if shape is None:
-        spec_keys = ("nodeSelector", "affinity", "tolerations")
-        shape = shapes[id(w)] = tuple(
-            (ps.name, ps.count, tuple(sorted(ps.requests.items())), repr([ps.spec.get(k) for k in spec_keys]))
-            for ps in w.pod_sets)
+        shape = shapes[id(w)] = fit_shape(w)  # quota_fit owns what a fit depends on (minCount included)
     return shape
 
 
