@@ -185,3 +185,16 @@ def test_lines_by_workload_and_cluster_queue(fixtures_dir: object) -> None:
     assert {ln.msg for ln in cluster_queue_log_lines(snap, "team-b")} == {"Preempted"}  # targetClusterQueue
     crash = load_snapshot(str(Path(str(fixtures_dir)) / "snapshots" / "health-controller-crashloop"))
     assert [ln.format for ln in workload_log_lines(crash, "nlp", "job-bert-pretrain-41c0d")] == ["console", "console"]
+
+
+def test_structured_is_known_without_parsing_a_json_line_again() -> None:
+    """A JSON line keeps no parsed fields (they are read again from its text); whether it has any is recorded at
+    parse time, and a field is looked up only when the line's text holds its key."""
+    bare = parse_log_line("f", 1, '{"level":"info","ts":"2026-01-02T03:04:05Z","logger":"setup","msg":"Starting"}')
+    rich = parse_log_line("f", 2, '{"level":"info","ts":"2026-01-02T03:04:05Z","msg":"Workload re-queued",'
+                                  '"workload":{"name":"w","namespace":"ns"},"clusterQueue":{"name":"cq"}}')
+    assert not bare.structured() and bare.fields == {}
+    assert rich.structured() and rich.has_field("workload") and not rich.has_field("cohort")
+    assert rich.fields == {"workload": {"name": "w", "namespace": "ns"}, "clusterQueue": {"name": "cq"}}
+    assert rich.workloads == (("ns", "w"),) and rich.cluster_queues == ("cq",)
+    assert rich.field_text("clusterQueue") == "cq" and rich.field_text("cohort") == ""

@@ -127,3 +127,30 @@ def test_a_plugin_cause_cannot_redefine_a_built_in_one(site: Path) -> None:
     errors = {e.name: e.error for e in discover_all().errors}
     assert errors["hijack"] == "cause 'fragmentation' clashes with a built-in cause"
     assert causes.cause("fragmentation").owner == "KD201"
+
+
+def test_a_check_whose_docstring_lacks_sections_is_refused() -> None:
+    """The docstring is the doc page: a class without its fixed sections is refused, naming the missing ones."""
+    from kueuediag.check import Check, validate_check_class
+
+    class Half(Check):
+        """Finds half a thing.
+
+        What it detects:
+            Something.
+
+        Evidence:
+            A field.
+        """
+
+        code = "XY123"
+        name = "half-a-thing"
+
+        def run(self, snapshot: object, target: object) -> list[object]:  # type: ignore[override]
+            return []
+
+    with pytest.raises(ValueError, match="XY123 half-a-thing: docstring lacks section[(]s[)]: Why the workload "
+                                         "stays pending, How to fix, Example$"):
+        validate_check_class(Half)
+    for cls in builtin():
+        validate_check_class(cls)

@@ -146,11 +146,10 @@ class Collector:
         self.notes.append(f"{what}: {error}")
 
     def lst(self, what: str, need: str, path: str, soft: bool = False, **kw: Any) -> list[dict[str, Any]] | None:
+        """LIST into the collection, each page sanitized while the next one is fetched (a LIST that fails
+        mid-way keeps its first pages; the error marks the part, as for a LIST that failed at once)."""
         self.options.say(f"listing {what}")
-        result = self.attempt(what, need, lambda: self.client.list_items(path, **kw), soft=soft)
-        if result is not None:
-            self.add(result)
-        return result
+        return self.attempt(what, need, lambda: self.client.list_items(path, on_page=self.add, **kw), soft=soft)
 
     def _get_add(self, path: str, kind: str, api_version: str) -> None:
         self.add([_with_kind(self.client.get(path), kind, api_version)])
@@ -528,19 +527,27 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
         managed.add(options.kueue_namespace)
         c.lst("nodes (list)", "list nodes", resource_path("", "v1", "nodes"), kind="Node", api_version="v1")
         # One paginated cluster-wide LIST per kind, filtered here: never one request per namespace or object.
-        pods = c.attempt("pods (list)", "list pods across all namespaces",
-                         partial(client.list_items, resource_path("", "v1", "pods"), kind="Pod", api_version="v1"))
-        c.add(p for p in pods or () if _namespace(p) in managed or (
-            (p.get("spec") or {}).get("nodeName") and _phase(p) not in ("Succeeded", "Failed")))
-        jobs = c.attempt("jobs (list)", "list jobs.batch across all namespaces",
-                         partial(client.list_items, resource_path("batch", "v1", "jobs"), kind="Job",
-                                 api_version="batch/v1"))
-        c.add(j for j in jobs or () if _namespace(j) in managed)
-        events = c.attempt("events (list)", "list events across all namespaces",
-                           partial(client.list_items, resource_path("", "v1", "events"), kind="Event",
-                                   api_version="v1"))
-        c.add(e for e in events or () if _namespace(e) in managed or
-              str((e.get("involvedObject") or {}).get("apiVersion") or "").startswith(KUEUE_GROUP))
+        # Each page is filtered and sanitized while the next one is fetched.
+        def keep_pods(page: list[dict[str, Any]]) -> None:
+            c.add(p for p in page if _namespace(p) in managed or (
+                (p.get("spec") or {}).get("nodeName") and _phase(p) not in ("Succeeded", "Failed")))
+
+        def keep_jobs(page: list[dict[str, Any]]) -> None:
+            c.add(j for j in page if _namespace(j) in managed)
+
+        def keep_events(page: list[dict[str, Any]]) -> None:
+            c.add(e for e in page if _namespace(e) in managed or
+                  str((e.get("involvedObject") or {}).get("apiVersion") or "").startswith(KUEUE_GROUP))
+
+        c.attempt("pods (list)", "list pods across all namespaces",
+                  partial(client.list_items, resource_path("", "v1", "pods"), kind="Pod", api_version="v1",
+                          on_page=keep_pods))
+        c.attempt("jobs (list)", "list jobs.batch across all namespaces",
+                  partial(client.list_items, resource_path("batch", "v1", "jobs"), kind="Job",
+                          api_version="batch/v1", on_page=keep_jobs))
+        c.attempt("events (list)", "list events across all namespaces",
+                  partial(client.list_items, resource_path("", "v1", "events"), kind="Event", api_version="v1",
+                          on_page=keep_events))
         c.workload_owners()
     else:
         for ns in namespaces:

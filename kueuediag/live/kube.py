@@ -21,10 +21,12 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -277,15 +279,18 @@ class KubeClient:
         kind: str | None = None,
         api_version: str | None = None,
         max_restarts: int = 5,
+        on_page: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> list[dict[str, Any]]:
         """Paginated LIST; items get `kind`/`apiVersion` filled in (the API server omits them).
 
         A 410 on a continue token restarts the LIST from the first page (up to `max_restarts` times, and never
-        past the deadline: every page goes through the deadline check)."""
+        past the deadline: every page goes through the deadline check). `on_page` is called with each page's
+        items while the next page is being fetched (one request in flight, on one worker thread), so decoding
+        the next answer overlaps with processing this one; after a restart it sees the first pages again."""
         restarts = 0
         while True:
             try:
-                return self._list_once(path, label_selector, field_selector, kind, api_version)
+                return self._list_once(path, label_selector, field_selector, kind, api_version, on_page)
             except Expired:
                 restarts += 1
                 if restarts > max_restarts:
@@ -293,32 +298,34 @@ class KubeClient:
                 # The continue token expired mid-way: the server compacted past our snapshot. Start over.
 
     def _list_once(self, path: str, label_selector: str | None, field_selector: str | None,
-                   kind: str | None, api_version: str | None) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            query: list[tuple[str, str]] = [("limit", str(self.page_size))]
+                   kind: str | None, api_version: str | None,
+                   on_page: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
+        def query(token: str | None) -> list[tuple[str, str]]:
+            q: list[tuple[str, str]] = [("limit", str(self.page_size))]
             if label_selector:
-                query.append(("labelSelector", label_selector))
+                q.append(("labelSelector", label_selector))
             if field_selector:
-                query.append(("fieldSelector", field_selector))
+                q.append(("fieldSelector", field_selector))
             if token:
-                query.append(("continue", token))
-            doc = self.get(path, query)
-            list_kind = doc.get("kind") or ""
-            item_kind = kind or (list_kind[:-4] if list_kind.endswith("List") else None)
-            item_version = api_version or doc.get("apiVersion")
-            for item in doc.get("items") or ():
-                if not isinstance(item, dict):
-                    continue
-                if item_kind and not item.get("kind"):
-                    item["kind"] = item_kind
-                if item_version and not item.get("apiVersion"):
-                    item["apiVersion"] = item_version
-                items.append(item)
-            token = (doc.get("metadata") or {}).get("continue") or None
-            if not token:
-                return items
+                q.append(("continue", token))
+            return q
+
+        items: list[dict[str, Any]] = []
+        with contextlib.ExitStack() as stack:
+            pool = stack.enter_context(ThreadPoolExecutor(max_workers=1)) if on_page is not None else None
+            doc = self.get(path, query(None))
+            while True:
+                page = _page_items(doc, kind, api_version)
+                token = (doc.get("metadata") or {}).get("continue") or None
+                ahead: Future[dict[str, Any]] | None = None
+                if token and pool is not None:
+                    ahead = pool.submit(self.get, path, query(token))
+                items.extend(page)
+                if on_page is not None:
+                    on_page(page)
+                if not token:
+                    return items
+                doc = ahead.result() if ahead is not None else self.get(path, query(token))
 
     # --- discovery ----------------------------------------------------------------------------------------
     def group_versions(self, group: str) -> list[str]:
@@ -358,6 +365,23 @@ class KubeClient:
         raise KueueNotInstalled(
             f"this cluster serves kueue.x-k8s.io {', '.join(served)}; kueuediag reads "
             f"{' or '.join(KUEUE_VERSION_PREFERENCE)} (Kueue v0.9 or newer)")
+
+
+def _page_items(doc: dict[str, Any], kind: str | None, api_version: str | None) -> list[dict[str, Any]]:
+    """The items of one LIST answer, with the `kind`/`apiVersion` the API server leaves out filled in."""
+    list_kind = doc.get("kind") or ""
+    item_kind = kind or (list_kind[:-4] if list_kind.endswith("List") else None)
+    item_version = api_version or doc.get("apiVersion")
+    out = []
+    for item in doc.get("items") or ():
+        if not isinstance(item, dict):
+            continue
+        if item_kind and not item.get("kind"):
+            item["kind"] = item_kind
+        if item_version and not item.get("apiVersion"):
+            item["apiVersion"] = item_version
+        out.append(item)
+    return out
 
 
 def resource_of(path: str) -> str | None:

@@ -90,6 +90,8 @@ class LogLine:
                                                                           compare=False)
     start: int = field(default=0, repr=False)
     stop: int = field(default=-1, repr=False)
+    bare: bool = field(default=False, repr=False)
+    """a JSON line with no field beyond level, time, logger, caller, message, error and stack"""
 
     @property
     def raw(self) -> str:
@@ -146,6 +148,12 @@ class LogLine:
         if self.kept_fields is None and self.format == "json" and f'"{key}"' not in self.raw:
             return ""  # a JSON line without the key's text has no such field: not parsed again
         return _as_text(self.fields.get(key))
+
+    def structured(self) -> bool:
+        """Whether the line has any structured field (known without parsing a JSON line again)."""
+        if self.kept_fields is not None:
+            return bool(self.kept_fields)
+        return self.format == "json" and not self.bare
 
     def has_field(self, key: str) -> bool:
         """Whether the line has the structured field `key` (a JSON line is parsed again only when its text
@@ -287,6 +295,7 @@ def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts:
     )
     # What the line names is worked out now, while the parsed line is at hand (its fields are not kept, see
     # kept_fields); none of the keys naming objects is a core key, so the whole object serves as the fields.
+    object.__setattr__(line, "bare", all(k in _CORE_KEYS for k in obj))
     named = (_workload_refs(obj, logger), _cq_refs(obj, logger))
     object.__setattr__(line, "_refs", _NAMED.setdefault(named, named) if named != _NAMED_NONE else _NAMED_NONE)
     return line
@@ -478,7 +487,7 @@ def workload_log_lines(snap: Snapshot, namespace: str | None, name: str) -> list
             if ln.workloads:
                 for _, n in set(ln.workloads):
                     by_name.setdefault(n, []).append(ln)
-            elif ln.format in ("text", "klog") or not ln.fields:
+            elif ln.format in ("text", "klog") or not ln.structured():
                 unstructured.append(ln)
         return by_name, unstructured
 

@@ -312,15 +312,21 @@ def _run_point(rest: str, ts_scale: float, default_time: float | None) -> Point 
     """(time, value) from the ``" value [timestamp]"`` after a repeated head; None when it is not in the simple
     form (the full parser then reads the line and reports what is wrong)."""
     parts = rest.split(" ")
-    if parts[0] or not 2 <= len(parts) <= 3 or "#" in rest or not _VALUE_RE.fullmatch(parts[1]):
+    if parts[0] or not 2 <= len(parts) <= 3 or "#" in rest or not _is_plain_number(parts[1], _VALUE_RE):
         return None
     if len(parts) == 3:
-        if not _TS_RE.fullmatch(parts[2]):
+        if not _is_plain_number(parts[2], _TS_RE):
             return None
         return float(parts[2]) * ts_scale, float(parts[1])
     if default_time is None:
         return None
     return default_time, float(parts[1])
+
+
+def _is_plain_number(text: str, pattern: re.Pattern[str]) -> bool:
+    """`pattern` fully matches `text`; ASCII digits alone (most values and every timestamp of a range query)
+    are answered without the regex."""
+    return (text.isascii() and text.isdigit()) or pattern.fullmatch(text) is not None
 
 
 def _type_for(name: str, family: str | None, family_type: str, store: MetricStore) -> str:

@@ -184,3 +184,34 @@ def test_read_only_in_code() -> None:
     c.get("/api/v1/namespaces/secrets")
     c.list_items("/api/v1/namespaces/secrets-team/pods")
     assert sent == ["GET", "GET"]
+
+
+def test_on_page_overlaps_with_fetching_the_next_page() -> None:
+    """`on_page` gets each page in order while the next page is already being fetched (the collector sanitizes
+    one page while the next one travels), and the LIST still returns every item once."""
+    import json
+    import threading
+
+    pages = {None: ({"items": [{"metadata": {"name": "a"}}], "metadata": {"continue": "t1"}}),
+             "t1": ({"items": [{"metadata": {"name": "b"}}], "metadata": {"continue": "t2"}}),
+             "t2": ({"items": [{"metadata": {"name": "c"}}], "metadata": {}})}
+    asked: dict[str, threading.Event] = {t: threading.Event() for t in ("t1", "t2")}
+
+    def transport(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
+        token = dict(query).get("continue")
+        if token:
+            asked[token].set()
+        return Response(200, {}, json.dumps({"kind": "PodList", "apiVersion": "v1", **pages[token]}).encode())
+
+    seen: list[tuple[list[str], bool]] = []
+
+    def on_page(page: list[dict[str, Any]]) -> None:
+        names = [p["metadata"]["name"] for p in page]
+        following = {"a": "t1", "b": "t2"}.get(names[0])
+        # the request for the following page is made while this page is being processed
+        seen.append((names, asked[following].wait(5) if following else True))
+
+    items = KubeClient(transport, sleep=Sleeps()).list_items("/api/v1/pods", on_page=on_page)
+    assert [i["metadata"]["name"] for i in items] == ["a", "b", "c"]
+    assert all(i["kind"] == "Pod" and i["apiVersion"] == "v1" for i in items)
+    assert seen == [(["a"], True), (["b"], True), (["c"], True)]
