@@ -87,9 +87,18 @@ class Signature:
         object.__setattr__(self, "msg_prefixes", literal_prefixes(self.msg) if self.msg is not None else None)
 
     def matches(self, line: LogLine) -> bool:
-        msg_re, fields, text_re = self._compiled
-        if msg_re is not None and not msg_re.search(line.msg):
+        return self.matches_message(line.msg) and self.matches_beyond_message(line)
+
+    def matches_message(self, msg: str) -> bool:
+        """The part of `matches` that depends on the message alone."""
+        if self.msg_prefixes is not None and not msg.startswith(self.msg_prefixes):
             return False
+        msg_re = self._compiled[0]
+        return msg_re is None or msg_re.search(msg) is not None
+
+    def matches_beyond_message(self, line: LogLine) -> bool:
+        """The rest of `matches`: the field and text patterns."""
+        _, fields, text_re = self._compiled
         for key, pattern in fields:
             value = line.error if key == "error" else line.field_text(key)
             if not pattern.search(value):
@@ -387,19 +396,30 @@ class SignatureHit:
 
 
 def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES) -> list[SignatureHit]:
-    """Match every line against every signature; one hit per (signature, group key), library order."""
+    """Match every line against every signature; one hit per (signature, group key), library order.
+
+    Whether a signature's message pattern matches depends on the message alone, and a controller writes a few
+    dozen distinct messages: so the signatures a message can match are worked out once per message, and each
+    line is tested only against those (for their field and text patterns)."""
     groups: dict[tuple[str, str], list[LogLine]] = defaultdict(list)
+    by_msg: dict[str, tuple[Signature, ...]] = {}
     for line in lines:
-        # cheap substring test first: most lines can match no text-pattern signature at all
-        raw = line.raw
         msg = line.msg
-        text_possible = any(h in raw for h in TEXT_HINTS)
-        for sig in signatures:
-            if sig.text is not None and not text_possible:
-                continue
-            if sig.msg_prefixes is not None and not msg.startswith(sig.msg_prefixes):
-                continue
-            if sig.matches(line):
+        candidates = by_msg.get(msg)
+        if candidates is None:
+            candidates = by_msg[msg] = tuple(sig for sig in signatures if sig.matches_message(msg))
+        if not candidates:
+            continue
+        # cheap substring test first: most lines can match no text-pattern signature at all
+        text_possible: bool | None = None
+        for sig in candidates:
+            if sig.text is not None:
+                if text_possible is None:
+                    raw = line.raw
+                    text_possible = any(h in raw for h in TEXT_HINTS)
+                if not text_possible:
+                    continue
+            if sig.matches_beyond_message(line):
                 groups[(sig.id, sig.group_key(line))].append(line)
     order = {s.id: i for i, s in enumerate(signatures)}
     by_id = {s.id: s for s in signatures}
