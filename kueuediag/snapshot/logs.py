@@ -53,6 +53,7 @@ _KLOG_SEVERITY = {"I": "info", "W": "warn", "E": "error", "F": "fatal"}
 _WORKLOAD_KEYS = ("workload", "Workload", "preemptingWorkload", "targetWorkload", "wl")
 _EVENT_OBJECT_KEYS = ("object", "involvedObject", "regarding")
 _CQ_KEYS = ("clusterQueue", "ClusterQueue", "cluster-queue", "targetClusterQueue", "cq")
+_REF_KEYS = frozenset((*_WORKLOAD_KEYS, *_EVENT_OBJECT_KEYS, *_CQ_KEYS))
 _CORE_KEYS = frozenset({
     "level", "ts", "logger", "caller", "msg", "error", "stacktrace", "M", "L", "T", "N", "C",
 })
@@ -255,7 +256,7 @@ def parse_log_text(path: str, text: str, year: int | None = None) -> list[LogLin
 def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -> LogLine:
     body = line
     prefix_ts: datetime | None = None
-    m = _TS_PREFIX.match(body)
+    m = _TS_PREFIX.match(body) if body[:1].isdigit() else None
     if m:  # kubectl logs --timestamps
         prefix_ts = parse_time_lenient(m.group(1))
         body = body[m.end():]
@@ -296,7 +297,10 @@ def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts:
     # What the line names is worked out now, while the parsed line is at hand (its fields are not kept, see
     # kept_fields); none of the keys naming objects is a core key, so the whole object serves as the fields.
     object.__setattr__(line, "bare", all(k in _CORE_KEYS for k in obj))
-    named = (_workload_refs(obj, logger), _cq_refs(obj, logger))
+    if _REF_KEYS.isdisjoint(obj) and not logger.startswith(("workload", "cluster-queue")):
+        named = _NAMED_NONE  # no key that can name an object (what the two readers below would find)
+    else:
+        named = (_workload_refs(obj, logger), _cq_refs(obj, logger))
     object.__setattr__(line, "_refs", _NAMED.setdefault(named, named) if named != _NAMED_NONE else _NAMED_NONE)
     return line
 
