@@ -116,13 +116,7 @@ def test_without_kueues_usage_record_every_workload_of_the_tree_is_read(api_serv
     for o in objects:
         if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-b":
             del o["status"]["flavorsReservation"]
-    with api_server(objects=objects) as srv:
-        raw = collect_for_why(TARGET, NS, opts(srv, tmp_path))
-        requests = list(srv.cluster.requests)
-    # one cluster-wide LIST, filtered to the cohort tree, and quota recomputed from the Workloads
-    assert WORKLOADS in workload_lists(requests)
-    assert {o["metadata"]["namespace"] for o in raw.objects if o["kind"] == "Workload"} == {"team-a", "team-b"}
-    assert "namespaces" not in raw.manifest
+    _reads_the_whole_tree(api_server, objects, tmp_path)
 
 
 def test_a_queue_fed_by_many_namespaces_is_read_in_one_cluster_wide_list(api_server: ServerFactory,
@@ -152,12 +146,7 @@ def test_a_target_waiting_for_preemption_reads_every_workload_of_the_tree(api_se
         if o["kind"] == "Workload" and o["metadata"]["name"].startswith("job-llm-finetune"):
             qr = next(c for c in o["status"]["conditions"] if c["type"] == "QuotaReserved")
             qr["message"] += ". Pending the preemption of 1 workload(s)"
-    with api_server(objects=objects) as srv:
-        raw = collect_for_why(TARGET, NS, opts(srv, tmp_path))
-        requests = list(srv.cluster.requests)
-    assert WORKLOADS in workload_lists(requests)
-    assert {o["metadata"]["namespace"] for o in raw.objects if o["kind"] == "Workload"} == {"team-a", "team-b"}
-    assert "namespaces" not in raw.manifest
+    _reads_the_whole_tree(api_server, objects, tmp_path)
 
 
 def test_a_namespace_limited_snapshot_counts_other_violations_only_where_it_read() -> None:
@@ -176,3 +165,13 @@ def test_a_namespace_limited_snapshot_counts_other_violations_only_where_it_read
                                     logs=raw.logs))
         (finding,) = findings_of(GuaranteeViolation().run(snap, resolve(snap, "job/train-shard-5", "research")))
         assert f"3 other pending workload(s) {where} are in the same situation." in finding.message
+
+
+def _reads_the_whole_tree(api_server: ServerFactory, objects: list[Any], tmp_path: Path) -> None:
+    """One cluster-wide Workload LIST, filtered to the cohort tree, and quota recomputed from the Workloads."""
+    with api_server(objects=objects) as srv:
+        raw = collect_for_why(TARGET, NS, opts(srv, tmp_path))
+        requests = list(srv.cluster.requests)
+    assert WORKLOADS in workload_lists(requests)
+    assert {o["metadata"]["namespace"] for o in raw.objects if o["kind"] == "Workload"} == {"team-a", "team-b"}
+    assert "namespaces" not in raw.manifest
