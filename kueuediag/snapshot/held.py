@@ -196,14 +196,15 @@ def held_of(obj: dict[str, Any], origin: str | None) -> Held:
     meta = obj["metadata"]
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
+    settled = _settled_dict(obj)
     return Held(
         kind=obj["kind"], api_version=obj["apiVersion"], name=meta["name"], namespace=meta.get("namespace"),
         uid=meta.get("uid") or None, rv=_rv(meta.get("resourceVersion")),
         owners=tuple((r.get("uid"), _intern(r.get("kind")), r.get("name"), bool(r.get("controller")))
                      for r in meta.get("ownerReferences") or () if isinstance(r, dict)),
-        labels=labels, annotations=annotations, settled=_settled_dict(obj), origin=origin, obj=obj,
-        settled_at=_finished_at_dict(obj), settled_in=_admitted_to_dict(obj),
-        settled_usage=_usage_dict(obj) if _settled_dict(obj) else (),
+        labels=labels, annotations=annotations, settled=settled, origin=origin, obj=obj,
+        settled_at=_finished_at_dict(obj), settled_in=_admitted_to(obj) if settled else None,
+        settled_usage=_usage_dict(obj) if settled else (),
     )
 
 
@@ -369,12 +370,7 @@ def _usage(assignments: list[_Assignment] | None) -> Usage:
             flavor = flavors.get(resource)
             if isinstance(flavor, str) and flavor:
                 out.append((flavor, resource, quantity))
-    usage = tuple(out)
-    return _USAGES.setdefault(usage, usage) if all(isinstance(q, str) for _, _, q in usage) else usage
-
-
-_USAGES: dict[Usage, Usage] = {}
-"""One copy of each distinct admission usage (a cluster's jobs come in a few shapes)."""
+    return tuple(out)
 
 
 def _indexed(values: dict[str, str], keys: tuple[str, ...]) -> dict[str, str]:
@@ -403,10 +399,6 @@ def _admitted_to(obj: dict[str, Any]) -> str | None:
     status = obj.get("status")
     admission = status.get("admission") if isinstance(status, dict) else None
     return _str(admission.get("clusterQueue")) if isinstance(admission, dict) else None
-
-
-def _admitted_to_dict(obj: dict[str, Any]) -> str | None:
-    return _admitted_to(obj) if _settled_dict(obj) else None
 
 
 def _str(value: Any) -> str | None:

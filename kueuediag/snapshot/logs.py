@@ -146,9 +146,11 @@ class LogLine:
 
     def field_text(self, key: str) -> str:
         """A field as text (object refs as ``ns/name``), empty when absent."""
-        if self.kept_fields is None and self.format == "json" and f'"{key}"' not in self.raw:
-            return ""  # a JSON line without the key's text has no such field: not parsed again
-        return _as_text(self.fields.get(key))
+        return "" if self._surely_lacks(key) else _as_text(self.fields.get(key))
+
+    def _surely_lacks(self, key: str) -> bool:
+        """A JSON line whose text does not hold `key` has no such field: known without parsing it again."""
+        return self.kept_fields is None and self.format == "json" and f'"{key}"' not in self.raw
 
     def structured(self) -> bool:
         """Whether the line has any structured field (known without parsing a JSON line again)."""
@@ -159,9 +161,7 @@ class LogLine:
     def has_field(self, key: str) -> bool:
         """Whether the line has the structured field `key` (a JSON line is parsed again only when its text
         holds the key)."""
-        if self.kept_fields is None and self.format == "json" and f'"{key}"' not in self.raw:
-            return False
-        return key in self.fields
+        return not self._surely_lacks(key) and key in self.fields
 
     def names_workload(self, namespace: str | None, name: str) -> bool:
         for ns, n in self.workloads:
@@ -233,18 +233,24 @@ def parse_ts(value: Any) -> datetime | None:
     return None
 
 
+_NAMED_NONE: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] = ((), ())
+_SharedRefs = dict[tuple[tuple[WorkloadRef, ...], tuple[str, ...]], tuple[tuple[WorkloadRef, ...], tuple[str, ...]]]
+"""One copy of each distinct (workloads, cluster queues) the lines of a file name: a log names the same few
+thousand objects over and over."""
+
+
 def parse_log_text(path: str, text: str, year: int | None = None) -> list[LogLine]:
     """Parse one log file. `year` completes klog timestamps (which carry none); callers pass the snapshot's
     capture year (the current UTC year is only a fallback)."""
     out: list[LogLine] = []
-    _NAMED.clear()  # shared refs are shared within one file (a long-running watch would keep every name)
+    named: _SharedRefs = {}
     pos = 0
     for i, chunk in enumerate(text.splitlines(keepends=True), start=1):
         start, pos = pos, pos + len(chunk)
         line = chunk.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029").rstrip("\r")
         if not line.strip():
             continue
-        parsed = parse_log_line(path, i, line, year)
+        parsed = parse_log_line(path, i, line, year, named)
         # the line's text becomes a slice of the file's (kept by the snapshot anyway), not a copy of it
         object.__setattr__(parsed, "text", text)
         object.__setattr__(parsed, "start", start)
@@ -253,7 +259,9 @@ def parse_log_text(path: str, text: str, year: int | None = None) -> list[LogLin
     return out
 
 
-def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -> LogLine:
+def parse_log_line(path: str, lineno: int, line: str, year: int | None = None,
+                   shared: _SharedRefs | None = None) -> LogLine:
+    """One line; `shared` keeps one copy of each distinct set of objects the lines of a file name."""
     body = line
     prefix_ts: datetime | None = None
     m = _TS_PREFIX.match(body) if body[:1].isdigit() else None
@@ -267,7 +275,7 @@ def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -
         except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
-            return _from_json(path, lineno, line, obj, prefix_ts)
+            return _from_json(path, lineno, line, obj, prefix_ts, {} if shared is None else shared)
     if "\t" in body:
         console = _from_console(path, lineno, line, body)
         if console is not None:
@@ -279,7 +287,8 @@ def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -
                    severity="text", logger="", caller="", msg=stripped)
 
 
-def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts: datetime | None) -> LogLine:
+def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts: datetime | None,
+               shared: _SharedRefs) -> LogLine:
     # Every key is looked up once (a production log has ~10 of them a line, 100,000s of lines).
     level = _as_text(obj["level"] if "level" in obj else obj.get("L", ""))
     verbosity, severity = _level(level)
@@ -301,14 +310,10 @@ def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts:
         named = _NAMED_NONE  # no key that can name an object (what the two readers below would find)
     else:
         named = (_workload_refs(obj, logger), _cq_refs(obj, logger))
-    object.__setattr__(line, "_refs", _NAMED.setdefault(named, named) if named != _NAMED_NONE else _NAMED_NONE)
+    object.__setattr__(line, "_refs", shared.setdefault(named, named) if named != _NAMED_NONE else _NAMED_NONE)
     return line
 
 
-_NAMED_NONE: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] = ((), ())
-_NAMED: dict[tuple[tuple[WorkloadRef, ...], tuple[str, ...]], tuple[tuple[WorkloadRef, ...], tuple[str, ...]]] = {}
-"""One copy of each distinct (workloads, cluster queues) a line names: a log names the same few thousand
-objects over and over."""
 
 
 def _json_fields(raw: str) -> dict[str, Any]:

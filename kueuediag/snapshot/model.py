@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from kueuediag.errors import InputError, MalformedObject, clip, shown
-from kueuediag.snapshot.held import LAST_APPLIED, Held, held_of
+from kueuediag.snapshot.held import HELD_KINDS, LAST_APPLIED, Held, held_of
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, Limits
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.timeutil import parse_time, parse_time_lenient
@@ -62,7 +62,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "WorkloadPriorityClass": ("value:int",),
     "Topology": ("spec.levels:list", "spec.levels[]:dict"),
 }
-LAZY_SHAPE_KINDS = {"Workload", "Pod", "Job", "Event"}
+LAZY_SHAPE_KINDS = HELD_KINDS
 """Bulk kinds: their shapes are checked only when building a view fails (see `malformed`), keeping loads fast."""
 _TYPES: dict[str, tuple[type, ...]] = {"dict": (dict,), "list": (list,), "int": (int,), "str": (str,)}
 DROPPED_KINDS = {"Secret"}
@@ -187,7 +187,7 @@ class Snapshot:
             if uid:
                 self._children[uid].append(held)
 
-    def _obj(self, held: Held) -> dict[str, Any]:
+    def obj(self, held: Held) -> dict[str, Any]:
         """The object of `held`, decoded on first use (its file is remembered for error messages)."""
         if held.decoded:
             return held.obj()
@@ -219,7 +219,7 @@ class Snapshot:
         entries = self._by_kind.get(kind)
         if not entries:
             return []
-        return self.memo(("of-kind", kind), lambda: [self._obj(h) for h in entries])
+        return self.memo(("of-kind", kind), lambda: [self.obj(h) for h in entries])
 
     def entries(self, kind: str) -> list[Held]:
         """Every object of `kind` as its Held record: identity, index keys and whether it is settled; `obj(h)`
@@ -229,20 +229,17 @@ class Snapshot:
     def count(self, kind: str) -> int:
         return len(self._by_kind.get(kind, ()))
 
-    def obj(self, held: Held) -> dict[str, Any]:
-        return self._obj(held)
-
     def active(self, kind: str) -> list[dict[str, Any]]:
         """The objects of `kind` that are not settled (a Finished Workload, a Succeeded/Failed Pod that is not
         being deleted, see :mod:`kueuediag.snapshot.held`): what holds quota, waits, runs or terminates."""
         entries = self._by_kind.get(kind)
         if not entries:
             return []
-        return self.memo(("active", kind), lambda: [self._obj(h) for h in entries if not h.settled])
+        return self.memo(("active", kind), lambda: [self.obj(h) for h in entries if not h.settled])
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         held = self._by_key.get((kind, namespace, name))
-        return self._obj(held) if held is not None else None
+        return self.obj(held) if held is not None else None
 
     def origin(self, obj: dict[str, Any]) -> str | None:
         """The file an object was read from (None for live-collected or hand-built snapshots)."""
@@ -261,21 +258,21 @@ class Snapshot:
 
     def by_uid(self, uid: str) -> dict[str, Any] | None:
         held = self._by_uid.get(uid)
-        return self._obj(held) if held is not None else None
+        return self.obj(held) if held is not None else None
 
     def held_by_uid(self, uid: str) -> Held | None:
         return self._by_uid.get(uid)
 
     def children(self, uid: str) -> list[dict[str, Any]]:
         """Objects whose ownerReferences name `uid`."""
-        return [self._obj(h) for h in self._children.get(uid, ())]
+        return [self.obj(h) for h in self._children.get(uid, ())]
 
     def child_entries(self, uid: str) -> list[Held]:
         return self._children.get(uid, [])
 
     def in_namespace(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         index = self.memo(("ns-index", kind), lambda: _group_by(self.entries(kind), _namespace_of))
-        return [self._obj(h) for h in index.get(namespace, ())]
+        return [self.obj(h) for h in index.get(namespace, ())]
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
         """Compute-once cache shared by all checks (analyses are pure functions of the snapshot)."""
