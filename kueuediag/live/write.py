@@ -61,11 +61,13 @@ def _json_value(value: Any) -> Any:
 def _list_json(doc: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON of one List, with orjson (several times faster than :mod:`json` on a large cluster's
     Workloads and Jobs); what orjson refuses (integers beyond 64 bits, lone surrogates) is written by :mod:`json`,
-    to the same text."""
-    try:
-        return orjson.dumps(doc, default=_json_value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z) + b"\n"
-    except (TypeError, orjson.JSONEncodeError):
-        return (json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_json_value) + "\n").encode()
+    to the same text. Keys that are not strings (YAML-read objects) take orjson's slower path for them."""
+    for option in (orjson.OPT_UTC_Z, orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z):
+        try:
+            return orjson.dumps(doc, default=_json_value, option=option) + b"\n"
+        except (TypeError, orjson.JSONEncodeError):
+            continue
+    return (json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_json_value) + "\n").encode()
 
 
 def _safe(part: str) -> str:
@@ -86,11 +88,15 @@ def iter_snapshot_files(raw: RawSnapshot) -> Iterator[tuple[str, bytes]]:
     manifest.setdefault("errors", [])
     yield "manifest.json", (json.dumps(manifest, indent=2, sort_keys=False) + "\n").encode()
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    paths: dict[tuple[Any, Any], str] = {}
     for obj in raw.dicts():
         ns = (obj.get("metadata") or {}).get("namespace")
-        kind = str(obj.get("kind") or "Unknown")
-        where = f"objects/namespaces/{_safe(ns)}/{_safe(kind.lower())}.json" if ns else \
-            f"objects/cluster/{_safe(kind.lower())}.json"
+        kind = obj.get("kind")
+        where = paths.get((ns, kind))
+        if where is None:
+            name = _safe(str(kind or "Unknown").lower())
+            where = paths[(ns, kind)] = f"objects/namespaces/{_safe(ns)}/{name}.json" if ns else \
+                f"objects/cluster/{name}.json"
         groups[where].append(obj)
     for where, objs in sorted(groups.items()):
         yield where, _list_json({"apiVersion": "v1", "kind": "List", "items": objs})
