@@ -8,6 +8,8 @@ exits 0 (nothing at or above `--fail-on`, default high), 1 (findings at or above
 from __future__ import annotations
 
 import gc
+import json
+import sys
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
@@ -21,7 +23,7 @@ from kueuediag.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
     from kueuediag.config import Settings
-    from kueuediag.health.model import HealthReport
+    from kueuediag.health.model import Head, HealthReport
     from kueuediag.models import Severity
     from kueuediag.snapshot.model import Snapshot
 
@@ -70,9 +72,9 @@ def render_report(report: HealthReport, settings: Settings, *, changes: list[str
 
         return render_health_openmetrics(report)
     if fmt == "jsonl":
-        from kueuediag.render.health_json import verdict_lines
+        from kueuediag.render.health_json import kept, verdict_lines
 
-        return "".join(verdict_lines(h.verdict for h in report.heads))
+        return "".join(verdict_lines(kept(h) for h in report.heads))
     from kueuediag.render.health_terminal import render_health_terminal
 
     style = terminal_style(settings)
@@ -164,8 +166,13 @@ def register(app: typer.Typer) -> None:
             return collect_live(settings, namespaces, moment)
 
         def cycle() -> HealthReport:
-            return build_report(load(), classes, settings, namespaces=namespaces, all_pending=all_pending)
+            return build_report(load(), classes, settings, namespaces=namespaces, all_pending=all_pending,
+                                keep_verdicts=settings.output == "json")
 
+        if interval is None and settings.output == "jsonl":
+            report = build_report(load(), classes, settings, namespaces=namespaces, all_pending=all_pending,
+                                  keep_verdicts=False, on_head=stream_line)
+            raise typer.Exit(exit_code(report, settings.fail_on, settings.exit_zero))
         if interval is None:
             report = cycle()
             typer.echo(render_report(report, settings), nl=False)
@@ -182,6 +189,22 @@ def register(app: typer.Typer) -> None:
 
         watch_loop(cycle, show, interval=interval, count=watch_count)
         raise typer.Exit(int(ExitCode.OK))  # watching is interactive: stopping it is success
+
+
+def stream_line(head: Head) -> None:
+    """`-o jsonl`: the head's `why` document, written as soon as it is diagnosed (the report keeps none).
+
+    A line stdout's encoding cannot carry (a latin-1 terminal, lone surrogates from the input) is re-escaped to
+    ASCII, which keeps every character, as `why -o json` does."""
+    from kueuediag.render.health_json import kept, verdict_lines
+
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    for line in verdict_lines([kept(head)]):
+        try:
+            line.encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            line = json.dumps(json.loads(line), ensure_ascii=True, separators=(",", ":")) + "\n"
+        sys.stdout.write(line)
 
 
 def collect_live(settings: Settings, namespaces: list[str] | None, moment: datetime | None) -> Snapshot:

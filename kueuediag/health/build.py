@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
@@ -11,7 +12,7 @@ from kueuediag.config import Settings
 from kueuediag.health.catalog import HEALTH_CHECKS, select_health
 from kueuediag.health.flavors import flavor_rows, fragmentation_items
 from kueuediag.health.heads import head_item, iter_heads
-from kueuediag.health.model import HealthReport, Item
+from kueuediag.health.model import Head, HealthReport, Item
 from kueuediag.health.queues import (
     cohort_rows,
     fair_sharing_items,
@@ -47,8 +48,13 @@ _REQUIRES: dict[str, tuple[Part, ...]] = {
 
 
 def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Settings, *,
-                 namespaces: list[str] | None = None, all_pending: bool = False) -> HealthReport:
-    """The whole report; heads (all pending with `all_pending`) are diagnosed with `why`'s engine."""
+                 namespaces: list[str] | None = None, all_pending: bool = False, keep_verdicts: bool = True,
+                 on_head: Callable[[Head], None] | None = None) -> HealthReport:
+    """The whole report; heads (all pending with `all_pending`) are diagnosed with `why`'s engine.
+
+    `on_head` is handed each head with its verdict as soon as it is diagnosed (`-o jsonl` prints it then);
+    the report keeps the verdicts only with `keep_verdicts` (`-o json` prints them all), else each head's
+    summary and item, so memory does not grow with the verdicts of thousands of pending workloads."""
     sel = select_health(classes, settings)
     scope = scope_of(snap, namespaces)
     report = HealthReport(
@@ -105,8 +111,11 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
         if "pending-heads" not in runnable:
             return
         for head in iter_heads(snap, scope, classes, sel.why_settings, all_pending=all_pending):
-            report.heads.append(head)
-            add([head_item(head)])
+            assert head.verdict is not None
+            add([head_item(head, head.verdict)])
+            if on_head is not None:
+                on_head(head)
+            report.heads.append(head if keep_verdicts else dataclasses.replace(head, verdict=None))
 
     timed("queues", queues)
     timed("flavors", flavors)

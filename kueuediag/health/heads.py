@@ -16,7 +16,7 @@ from kueuediag.engine import diagnose, select_checks
 from kueuediag.health.model import Head, Item
 from kueuediag.health.owners import target_for
 from kueuediag.health.scope import Scope
-from kueuediag.models import ObjectRef, Severity
+from kueuediag.models import ObjectRef, Severity, Verdict
 from kueuediag.snapshot.model import Snapshot
 
 HEAD_SEVERITY = Severity.MEDIUM
@@ -34,14 +34,15 @@ def iter_heads(snap: Snapshot, scope: Scope, classes: Sequence[type[Check]], set
                 checks = checks if checks is not None else select_checks(classes, settings)
                 verdict = diagnose(snap, target_for(snap, w), classes, settings, checks=checks)
                 yield Head(cluster_queue=cq, position=entry.position, namespace=w.namespace, name=w.name,
-                           verdict=verdict)
+                           cause=verdict.cause, layer=verdict.layer, headline=verdict.headline, verdict=verdict)
                 if not all_pending:
                     break
 
 
-def head_item(head: Head) -> Item:
+def head_item(head: Head, verdict: Verdict) -> Item:
+    """The head's `pending-heads` item: its top finding when that is about it and serious enough."""
     ref = ObjectRef(kind="Workload", name=head.name, namespace=head.namespace)
-    top = head.verdict.primary
+    top = verdict.primary
     if top is not None and top.finding.about_target and top.finding.severity >= HEAD_SEVERITY:
-        return Item("pending-heads", ref, top.finding, head.verdict.headline)
-    return Item("pending-heads", ref, None, f"{head.verdict.cause}: {head.verdict.headline}")
+        return Item("pending-heads", ref, top.finding, head.headline)
+    return Item("pending-heads", ref, None, f"{head.cause}: {head.headline}")
