@@ -347,16 +347,7 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     released_by: WorkloadView | None = None
     if since0 is not None:
         releases = _releases(snap, cq, since0)  # newest first
-        # Adding back more released quota can only make the fit worse: binary-search the first release
-        # (newest first) without which the workload would not have fitted.
-        lo, hi = 0, len(releases)
-        shape = _shape(snap, w)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if _fails_without(snap, w, cq, shape, releases, mid):
-                hi = mid
-            else:
-                lo = mid + 1
+        lo = _first_failure(snap, w, cq, _shape(snap, w), releases)
         if lo < len(releases):
             when, held, _ = releases[lo]
             since, source = when, f"Workload {held.namespace}/{held.name} finished at {_iso(when)} and freed the quota"
@@ -375,6 +366,42 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     seconds = snap.age_seconds(since) if since is not None else None
     return Violation(w, cq, fit, since0, source0, since, source, seconds, tuple(notes), tuple(selectors),
                      released_by)
+
+
+@dataclass
+class _Boundary:
+    """What is known of the first release (newest first) without which workloads of one shape in one
+    ClusterQueue would not have fitted: none among the first `searched` releases, or it is `first`."""
+
+    searched: int = 0
+    first: int | None = None
+
+
+def _first_failure(snap: Snapshot, w: WorkloadView, cq: str, shape: tuple[tuple[object, ...], ...],
+                   releases: Sequence[Release]) -> int:
+    """The first index of `releases` (newest first) without which `w` would not have fitted; `len(releases)`
+    when it fits with all of them still held.
+
+    Adding back more released quota can only make the fit worse, so the answer is a boundary, the same for every
+    pending workload of the shape in `cq` (their release lists are prefixes of one list, see `_releases`): it is
+    binary-searched once per shape, only over the releases no earlier workload's search covered."""
+    n = len(releases)
+    known: _Boundary = snap.memo(("guarantees:boundary", cq, shape), _Boundary)
+    if known.first is not None:
+        return min(known.first, n)
+    if n <= known.searched:
+        return n
+    lo, hi = known.searched, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _fails_without(snap, w, cq, shape, releases, mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    known.searched = n
+    if lo < n:
+        known.first = lo
+    return lo
 
 
 def _fails_without(snap: Snapshot, w: WorkloadView, cq: str, shape: tuple[tuple[object, ...], ...],
