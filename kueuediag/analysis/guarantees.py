@@ -44,7 +44,6 @@ from kueuediag.snapshot.kueue import (
     WorkloadView,
     cluster_queue_of,
     finished_newest_first,
-    finished_view,
     kueue_index,
     workloads_by_cluster_queue,
 )
@@ -177,8 +176,9 @@ class Violation:
     seconds: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
     metric_selectors: tuple[str, ...] = ()
-    released_by: WorkloadView | None = None
-    """the finished workload whose quota release made the fit possible (when that dated the start)"""
+    released_by: Held | None = None
+    """the Finished Workload whose quota release made the fit possible (when that dated the start): its record,
+    decoded (`finished_view`) only by a caller that shows its conditions"""
 
     @property
     def minutes(self) -> float | None:
@@ -344,7 +344,7 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     since0, source0 = pending_since(w)
     since, source = since0, f"{source0} {_iso(since0)}" if since0 else "unknown"
     notes: list[str] = []
-    released_by: WorkloadView | None = None
+    released_by: Held | None = None
     if since0 is not None:
         releases = _releases(snap, cq, since0)  # newest first
         lo = _first_failure(snap, w, cq, _shape(snap, w), releases)
@@ -352,7 +352,7 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
             when, held, _ = releases[lo]
             since, source = when, f"Workload {held.namespace}/{held.name} finished at {_iso(when)} and freed the quota"
             notes.append(source)
-            released_by = finished_view(snap, held)
+            released_by = held
     selectors: list[str] = []
     store = metric_store(snap)
     if store and since is not None:
@@ -715,9 +715,10 @@ def read_record(snap: Snapshot, v: Violation, requeue_seconds: float) -> RecordR
     record = f"QuotaReserved=False ({qr.reason}) since {_iso(written)}: {qr.message}"
     changes: list[tuple[datetime, str]] = []
     if written is not None:
-        if v.released_by is not None and v.since is not None and v.since > written:
-            changes.append((v.since, f"Workload {v.released_by.ref()} finished at {_iso(v.since)} and freed the "
-                                     "quota the fit needs"))
+        rel = v.released_by
+        if rel is not None and v.since is not None and v.since > written:
+            changes.append((v.since, f"Workload {rel.namespace}/{rel.name} finished at {_iso(v.since)} and freed "
+                                     "the quota the fit needs"))
         elif v.since is not None and v.since > written and v.since_source.startswith("metrics"):
             changes.append((v.since, v.since_source))
         cq = kueue_index(snap).cluster_queues.get(v.cluster_queue)

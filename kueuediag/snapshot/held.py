@@ -196,7 +196,7 @@ def held_of(obj: dict[str, Any], origin: str | None) -> Held:
     meta = obj["metadata"]
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    settled = _settled_dict(obj)
+    settled = is_settled(obj)
     return Held(
         kind=obj["kind"], api_version=obj["apiVersion"], name=meta["name"], namespace=meta.get("namespace"),
         uid=meta.get("uid") or None, rv=_rv(meta.get("resourceVersion")),
@@ -342,7 +342,9 @@ def _usage_of(raw: msgspec.Raw, usages: dict[bytes, Usage]) -> Usage:
     return usage
 
 
-def _settled_dict(obj: dict[str, Any]) -> bool:
+def is_settled(obj: dict[str, Any]) -> bool:
+    """A decoded object finished for good (see `Held.settled`): a Finished Workload, a Succeeded or Failed Pod
+    that is not being deleted."""
     kind = obj.get("kind")
     status = obj.get("status")
     if kind not in ("Workload", "Pod") or not isinstance(status, dict):
