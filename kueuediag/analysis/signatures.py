@@ -96,11 +96,15 @@ class Signature:
         msg_re = self._compiled[0]
         return msg_re is None or msg_re.search(msg) is not None
 
-    def matches_beyond_message(self, line: LogLine) -> bool:
-        """The rest of `matches`: the field and text patterns."""
+    def matches_beyond_message(self, line: LogLine, read: dict[str, str] | None = None) -> bool:
+        """The rest of `matches`: the field and text patterns. `read` keeps the fields already read from this
+        line (`scan` passes one per line: two signatures may test the same field)."""
         _, fields, text_re = self._compiled
         for key, pattern in fields:
-            value = line.error if key == "error" else line.field_text(key)
+            known = read.get(key) if read is not None else None
+            value = _field_text(line, key) if known is None else known
+            if read is not None:
+                read[key] = value
             if not pattern.search(value):
                 return False
         if text_re is not None and not text_re.search(line.raw):
@@ -114,6 +118,10 @@ class Signature:
         if self.per == "clusterQueue":
             return line.cluster_queue or ""
         return ""
+
+
+def _field_text(line: LogLine, key: str) -> str:
+    return line.error if key == "error" else line.field_text(key)
 
 
 _META = frozenset(".^$*+?{}[]\\|()")
@@ -400,27 +408,38 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
 
     Whether a signature's message pattern matches depends on the message alone, and a controller writes a few
     dozen distinct messages: so the signatures a message can match are worked out once per message, and each
-    line is tested only against those (for their field and text patterns)."""
+    line is tested only against those (for their field and text patterns). The text patterns need one of
+    `TEXT_HINTS` in the line: the hints a whole file holds are found once (most files hold none of them), and a
+    line is searched only for those."""
     groups: dict[tuple[str, str], list[LogLine]] = defaultdict(list)
-    by_msg: dict[str, tuple[Signature, ...]] = {}
+    by_msg: dict[str, tuple[tuple[Signature, ...], tuple[Signature, ...]]] = {}
+    hints_in: dict[int, tuple[str, tuple[str, ...]]] = {}
+    """id of a text → (the text, kept so that its id is not reused while the scan runs; the hints it holds)"""
     for line in lines:
         msg = line.msg
         candidates = by_msg.get(msg)
         if candidates is None:
-            candidates = by_msg[msg] = tuple(sig for sig in signatures if sig.matches_message(msg))
-        if not candidates:
-            continue
-        # cheap substring test first: most lines can match no text-pattern signature at all
-        text_possible: bool | None = None
-        for sig in candidates:
-            if sig.text is not None:
-                if text_possible is None:
-                    raw = line.raw
-                    text_possible = any(h in raw for h in TEXT_HINTS)
-                if not text_possible:
-                    continue
-            if sig.matches_beyond_message(line):
+            matching = [sig for sig in signatures if sig.matches_message(msg)]
+            candidates = by_msg[msg] = (tuple(s for s in matching if s.text is None),
+                                        tuple(s for s in matching if s.text is not None))
+        others, text_sigs = candidates
+        read: dict[str, str] = {}
+        for sig in others:
+            if sig.matches_beyond_message(line, read):
                 groups[(sig.id, sig.group_key(line))].append(line)
+        if not text_sigs:
+            continue
+        known = hints_in.get(id(line.text))
+        if known is None:  # the lines of a file share its text (`LogLine.text`): each hint is looked for once
+            known = hints_in[id(line.text)] = (line.text, tuple(h for h in TEXT_HINTS if h in line.text))
+        hints = known[1]
+        if not hints:
+            continue
+        raw = line.raw
+        if any(h in raw for h in hints):
+            for sig in text_sigs:
+                if sig.matches_beyond_message(line, read):
+                    groups[(sig.id, sig.group_key(line))].append(line)
     order = {s.id: i for i, s in enumerate(signatures)}
     by_id = {s.id: s for s in signatures}
     hits = [SignatureHit(by_id[sid], key, tuple(lns)) for (sid, key), lns in groups.items()]

@@ -18,10 +18,10 @@ def report_changes(prev: HealthReport, cur: HealthReport) -> list[str]:
     new_heads = {(h.namespace, h.name): h for h in cur.heads}
     for key, h in sorted(new_heads.items()):
         before = old_heads.get(key)
-        if before is not None and before.verdict.cause != h.verdict.cause:
-            out.append(f"cause changed: {key[0]}/{key[1]} {before.verdict.cause} → {h.verdict.cause}")
+        if before is not None and before.cause != h.cause:
+            out.append(f"cause changed: {key[0]}/{key[1]} {before.cause} → {h.cause}")
         elif before is None:
-            out.append(f"new head of {h.cluster_queue}: {key[0]}/{key[1]} ({h.verdict.cause})")
+            out.append(f"new head of {h.cluster_queue}: {key[0]}/{key[1]} ({h.cause})")
     for key, h in sorted(old_heads.items()):
         if key not in new_heads:
             out.append(f"no longer pending (admitted or gone): {key[0]}/{key[1]} (was head of {h.cluster_queue})")

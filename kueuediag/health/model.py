@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kueuediag.models import Finding, ObjectRef, Severity, Verdict
+from kueuediag.models import Finding, Layer, ObjectRef, Severity, Verdict
 
 
 @dataclass(frozen=True)
@@ -111,13 +111,22 @@ class RateRow:
 
 @dataclass(frozen=True)
 class Head:
-    """A pending workload diagnosed by the same engine pass `why` runs."""
+    """A pending workload diagnosed by the same engine pass `why` runs.
+
+    The report keeps what every format prints of it (cause, layer, headline, and the head's item); the whole
+    verdict only when the output prints it (`-o json`). With `--all-pending` at the benchmark's scale the verdicts
+    alone were over a gigabyte; `-o jsonl` writes each one as soon as it is diagnosed and keeps none.
+    """
 
     cluster_queue: str
     position: int
     namespace: str
     name: str
-    verdict: Verdict
+    cause: str
+    layer: Layer
+    headline: str
+    verdict: Verdict | None = None
+    """the whole `why` verdict when the report keeps it (`build_report(keep_verdicts=True)`), else None"""
 
 
 @dataclass

@@ -107,7 +107,7 @@ def rate_lines(report: HealthReport) -> list[str]:
 
 
 def head_lines(report: HealthReport) -> list[str]:
-    return [f"{h.cluster_queue} #{h.position} {h.namespace}/{h.name}: {h.verdict.cause} — {h.verdict.headline}"
+    return [f"{h.cluster_queue} #{h.position} {h.namespace}/{h.name}: {h.cause} — {h.headline}"
             for h in report.heads]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from kueuediag import __version__
 from kueuediag.health.catalog import BY_ID
-from kueuediag.health.model import HealthReport, Item
+from kueuediag.health.model import Head, HealthReport, Item
 from kueuediag.models import Severity, Verdict
 from kueuediag.render.json_out import finding_dict, verdict_dict
 from kueuediag.render.jsondump import dumps
@@ -66,14 +66,20 @@ def report_dict(report: HealthReport, gate: Severity | None = None) -> dict[str,
         "rates": [asdict(r) for r in report.rates],
         "heads": [
             {"clusterQueue": h.cluster_queue, "position": h.position, "namespace": h.namespace, "name": h.name,
-             "cause": h.verdict.cause, "layer": h.verdict.layer.value, "headline": h.verdict.headline,
-             "why": verdict_dict(h.verdict)}
+             "cause": h.cause, "layer": h.layer.value, "headline": h.headline, "why": verdict_dict(kept(h))}
             for h in report.heads
         ],
         "items": [item_dict(i) for i in report.items],
         "timingsMs": dict(report.timings_ms),
         "snapshotErrors": list(report.snapshot_errors),
     }
+
+
+def kept(head: Head) -> Verdict:
+    """The head's verdict, which a report built for JSON keeps (`build_report(keep_verdicts=True)`)."""
+    if head.verdict is None:
+        raise ValueError(f"the report kept no verdict for {head.namespace}/{head.name}: build it with keep_verdicts")
+    return head.verdict
 
 
 def render_health_json(report: HealthReport, gate: Severity | None = None) -> str:

@@ -71,7 +71,7 @@ def _samples(report: HealthReport) -> Iterable[tuple[str, str, float]]:
     for r in report.rates:
         yield ("kueuediag_cluster_queue_admission_stalled_seconds", _labels(cluster_queue=r.cluster_queue),
                r.stalled_seconds or 0)
-    heads = Counter((h.cluster_queue, h.verdict.cause) for h in report.heads)
+    heads = Counter((h.cluster_queue, h.cause) for h in report.heads)
     for (cq_name, cause), n in sorted(heads.items()):
         yield "kueuediag_pending_heads", _labels(cluster_queue=cq_name, cause=cause), n
     for f in report.flavors:

@@ -28,6 +28,8 @@ from functools import lru_cache
 from sys import intern
 from typing import Any
 
+import msgspec
+
 from kueuediag import jsonload
 from kueuediag.models import Patch
 from kueuediag.snapshot.k8s import labels, meta
@@ -146,7 +148,11 @@ class LogLine:
 
     def field_text(self, key: str) -> str:
         """A field as text (object refs as ``ns/name``), empty when absent."""
-        return "" if self._surely_lacks(key) else _as_text(self.fields.get(key))
+        if self._surely_lacks(key):
+            return ""
+        if self.kept_fields is None and self.format == "json":
+            return _as_text(_json_field(self.raw, key))
+        return _as_text(self.fields.get(key))
 
     def _surely_lacks(self, key: str) -> bool:
         """A JSON line whose text does not hold `key` has no such field: known without parsing it again."""
@@ -314,6 +320,42 @@ def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts:
     return line
 
 
+
+
+_SHALLOW = 200
+"""JSON with fewer brackets than this is nested too shallowly for any parser's depth limit: msgspec, orjson and
+:mod:`json` then accept and refuse the same lines (beyond it, only the general path decides)."""
+
+
+def _shallow(body: str) -> bool:
+    return body.count("{") + body.count("[") < _SHALLOW
+
+
+@lru_cache(maxsize=64)
+def _one_field(key: str) -> msgspec.json.Decoder[Any]:
+    """A decoder of one key of a JSON log line, kept as written (a Raw slice): the other keys are skipped in C
+    (a signature's field pattern reads one key of tens of thousands of lines)."""
+    struct = msgspec.defstruct("OneField", [("value", msgspec.Raw | msgspec.UnsetType,
+                                              msgspec.field(default=msgspec.UNSET, name=key))], gc=False)
+    return msgspec.json.Decoder(struct)
+
+
+def _json_field(raw: str, key: str) -> Any:
+    """``_json_fields(raw).get(key)``, reading only that key. msgspec is stricter than orjson and :mod:`json`
+    nowhere: a line it reads is a line they read the same, and the key's text is parsed by the same parser as
+    the whole line would be; a line it refuses goes the general way."""
+    if key in _CORE_KEYS:
+        return None
+    m = _TS_PREFIX.match(raw)
+    body = (raw[m.end():] if m else raw).strip()
+    if _shallow(body):
+        try:
+            value = _one_field(key).decode(body).value
+        except (msgspec.DecodeError, RecursionError):
+            pass
+        else:
+            return None if value is msgspec.UNSET else jsonload.loads(memoryview(value))
+    return _json_fields(raw).get(key)
 
 
 def _json_fields(raw: str) -> dict[str, Any]:
