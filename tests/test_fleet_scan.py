@@ -70,8 +70,10 @@ def scan_equals_why_alone(snapshot: Path, *extra: str) -> list[dict[str, Any]]:
     return docs
 
 
-def test_every_benchmark_line_equals_why_alone(bench_dir: Path) -> None:
-    docs = scan_equals_why_alone(bench_dir)
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_every_benchmark_line_equals_why_alone(bench_dir: Path, jobs: str) -> None:
+    """Serially and with the heads shared between two processes (kueuediag.health.workers)."""
+    docs = scan_equals_why_alone(bench_dir, "--jobs", jobs)
     # the benchmark's queues hold workloads with different verdicts: a memo shared too widely would show
     by_queue: dict[str, set[tuple[str, ...]]] = {}
     for d in docs:
@@ -85,21 +87,88 @@ def test_every_fixture_line_equals_why_alone(fixture: str) -> None:
     scan_equals_why_alone(FIXTURES / fixture)
 
 
-def test_streamed_heads_are_handed_out_and_not_kept(bench_dir: Path) -> None:
-    """`-o jsonl` hands each head to the writer as it is diagnosed; the report keeps its summary, no verdict."""
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_streamed_heads_are_handed_out_and_not_kept(bench_dir: Path, jobs: int) -> None:
+    """`-o jsonl` hands each head's text to the writer, in order; the report keeps its summary, no verdict."""
     from kueuediag.config import Settings
     from kueuediag.health.build import build_report
-    from kueuediag.health.model import Head
+    from kueuediag.health.workers import HeadSink
     from kueuediag.registry import discover
 
-    seen: list[Head] = []
+    written: list[str] = []
+    sink = HeadSink(render=lambda v: f"{v.workload.name} {v.cause}\n", write=written.append)
     lean = build_report(load_snapshot(str(bench_dir)), discover(), Settings(), all_pending=True,
-                        keep_verdicts=False, on_head=seen.append)
+                        keep_verdicts=False, sink=sink, jobs=jobs)
     full = build_report(load_snapshot(str(bench_dir)), discover(), Settings(), all_pending=True)
     assert all(h.verdict is None for h in lean.heads)
-    assert all(h.verdict is not None for h in seen + full.heads)
+    assert all(h.verdict is not None for h in full.heads)
+    assert "".join(written) == "".join(f"{h.name} {h.cause}\n" for h in full.heads)
     assert [(h.name, h.cause, h.layer, h.headline) for h in lean.heads] == \
-        [(h.name, h.cause, h.layer, h.headline) for h in seen] == \
         [(h.name, h.verdict.cause, h.verdict.layer, h.verdict.headline) for h in full.heads if h.verdict]
     assert [(i.check, i.ref, i.finding, i.note) for i in lean.items] == \
         [(i.check, i.ref, i.finding, i.note) for i in full.items]
+
+
+def scan(snapshot: Path, *extra: str) -> tuple[int, str, str]:
+    return run("health", "--from", str(snapshot), "-A", "--all-pending", "-o", "jsonl", *extra)
+
+
+@pytest.mark.parametrize("fixture", ["slow-pod-preemption", "stuck-preemption-target"])
+def test_workers_print_exactly_the_serial_output(fixture: str) -> None:
+    """Same bytes (but for timings), same exit code, with 1, 2 and 3 processes; the exit code counts the heads
+    diagnosed in the workers."""
+    path = FIXTURES / fixture if (FIXTURES / fixture).exists() else ROOT / "fixtures" / "scenarios" / fixture
+    code, serial, _ = scan(path, "--jobs", "1")
+    assert code == 1 and serial
+    for jobs in ("2", "3"):
+        got = scan(path, "--jobs", jobs)
+        assert got[0] == code
+        assert [comparable(json.loads(x)) for x in got[1].splitlines()] == \
+            [comparable(json.loads(x)) for x in serial.splitlines()]
+
+
+def test_a_failing_head_in_a_worker_fails_as_in_the_serial_scan(bench_dir: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines before the failing head are printed, then its one-line error and exit code, as serially."""
+    import kueuediag.health.heads as heads
+    from kueuediag.errors import InputError
+
+    real = heads.diagnose
+    victim = sorted(w.name for w in workloads(load_snapshot(str(bench_dir))) if is_pending(w)
+                    and w.obj["status"].get("admission") is None)[-1]
+
+    def failing(snap: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+        if target.workload is not None and target.workload.name == victim:
+            raise InputError(f"Workload {victim}: spec.podSets[0].count: not an int")
+        return real(snap, target, *args, **kwargs)
+
+    monkeypatch.setattr(heads, "diagnose", failing)
+    serial = scan(bench_dir, "--jobs", "1")
+    forked = scan(bench_dir, "--jobs", "2")
+    assert serial[0] == forked[0] == 2
+    assert f"Workload {victim}: spec.podSets[0].count: not an int" in serial[2] == forked[2]
+    assert [comparable(json.loads(x))["workload"]["name"] for x in forked[1].splitlines()] == \
+        [comparable(json.loads(x))["workload"]["name"] for x in serial[1].splitlines()]
+    assert victim not in serial[1]
+
+
+def test_a_queue_whose_worker_died_is_diagnosed_by_the_main_process(bench_dir: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import kueuediag.health.heads as heads
+
+    real = heads.diagnose
+    main = os.getpid()
+
+    def dying(snap: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != main:
+            os._exit(9)  # a worker killed mid-queue (OOM killer, a signal)
+        return real(snap, target, *args, **kwargs)
+
+    serial = scan(bench_dir, "--jobs", "1", "--exit-zero")
+    monkeypatch.setattr(heads, "diagnose", dying)
+    forked = scan(bench_dir, "--jobs", "2", "--exit-zero")
+    assert forked[0] == serial[0] == 0
+    assert [comparable(json.loads(x)) for x in forked[1].splitlines()] == \
+        [comparable(json.loads(x)) for x in serial[1].splitlines()]

@@ -23,8 +23,9 @@ from kueuediag.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
     from kueuediag.config import Settings
-    from kueuediag.health.model import Head, HealthReport
-    from kueuediag.models import Severity
+    from kueuediag.health.model import HealthReport
+    from kueuediag.health.workers import HeadSink
+    from kueuediag.models import Severity, Verdict
     from kueuediag.snapshot.model import Snapshot
 
 class HealthFormat(str, Enum):
@@ -125,6 +126,9 @@ def register(app: typer.Typer) -> None:
         watch_count: int | None = typer.Option(None, "--watch-count", min=1, help="With --watch: stop after N cycles."),
         since: str | None = typer.Option(
             None, "--since", metavar="DURATION", help="Live: how far back for logs and metrics (2h)."),
+        jobs: int | None = typer.Option(
+            None, "--jobs", "-j", min=1, metavar="N",
+            help="Processes diagnosing heads (default: one per CPU for 200+ heads; output identical)."),
         cluster: dict[str, Any] | None = None,
     ) -> None:
         """Fleet health: every ClusterQueue, flavor and stuck object, and each queue's pending head."""
@@ -167,11 +171,11 @@ def register(app: typer.Typer) -> None:
 
         def cycle() -> HealthReport:
             return build_report(load(), classes, settings, namespaces=namespaces, all_pending=all_pending,
-                                keep_verdicts=settings.output == "json")
+                                keep_verdicts=settings.output == "json", jobs=jobs)
 
         if interval is None and settings.output == "jsonl":
             report = build_report(load(), classes, settings, namespaces=namespaces, all_pending=all_pending,
-                                  keep_verdicts=False, on_head=stream_line)
+                                  keep_verdicts=False, sink=jsonl_sink(), jobs=jobs)
             raise typer.Exit(exit_code(report, settings.fail_on, settings.exit_zero))
         if interval is None:
             report = cycle()
@@ -191,20 +195,25 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(int(ExitCode.OK))  # watching is interactive: stopping it is success
 
 
-def stream_line(head: Head) -> None:
-    """`-o jsonl`: the head's `why` document, written as soon as it is diagnosed (the report keeps none).
+def jsonl_sink() -> HeadSink:
+    """`-o jsonl`: each head's `why` document is printed as soon as it is diagnosed (the report keeps none)."""
+    from kueuediag.health.workers import HeadSink
 
-    A line stdout's encoding cannot carry (a latin-1 terminal, lone surrogates from the input) is re-escaped to
-    ASCII, which keeps every character, as `why -o json` does."""
-    from kueuediag.render.health_json import kept, verdict_lines
+    return HeadSink(render=jsonl_line, write=sys.stdout.write)
+
+
+def jsonl_line(verdict: Verdict) -> str:
+    """One `why -o json` document as a line. A line stdout's encoding cannot carry (a latin-1 terminal, lone
+    surrogates from the input) is re-escaped to ASCII, which keeps every character, as `why -o json` does."""
+    from kueuediag.render.health_json import verdict_lines
 
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    for line in verdict_lines([kept(head)]):
-        try:
-            line.encode(encoding)
-        except (UnicodeEncodeError, LookupError):
-            line = json.dumps(json.loads(line), ensure_ascii=True, separators=(",", ":")) + "\n"
-        sys.stdout.write(line)
+    line = "".join(verdict_lines([verdict]))
+    try:
+        line.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        line = json.dumps(json.loads(line), ensure_ascii=True, separators=(",", ":")) + "\n"
+    return line
 
 
 def collect_live(settings: Settings, namespaces: list[str] | None, moment: datetime | None) -> Snapshot:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from kueuediag.analysis.installation import kueue_version
 from kueuediag.check import Check
 from kueuediag.config import Settings
+from kueuediag.errors import KueuediagError
 from kueuediag.health.catalog import HEALTH_CHECKS, select_health
 from kueuediag.health.flavors import flavor_rows, fragmentation_items
-from kueuediag.health.heads import head_item, iter_heads
+from kueuediag.health.heads import QueueHeads, head_item
 from kueuediag.health.model import Head, HealthReport, Item
 from kueuediag.health.queues import (
     cohort_rows,
@@ -24,6 +25,7 @@ from kueuediag.health.queues import (
 from kueuediag.health.rates import rate_items, rate_rows
 from kueuediag.health.scope import scope_of
 from kueuediag.health.stuck import known_issue_items, system_items, workload_items
+from kueuediag.health.workers import HeadPool, HeadSink, can_fork, usable_cpus
 from kueuediag.snapshot.model import Part, Snapshot
 
 _REQUIRES: dict[str, tuple[Part, ...]] = {
@@ -47,14 +49,21 @@ _REQUIRES: dict[str, tuple[Part, ...]] = {
 }
 
 
+AUTO_JOBS_MIN_HEADS = 200
+"""with `jobs=None`, heads are shared among processes only from this many on (below, forking costs more)"""
+
+
 def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Settings, *,
                  namespaces: list[str] | None = None, all_pending: bool = False, keep_verdicts: bool = True,
-                 on_head: Callable[[Head], None] | None = None) -> HealthReport:
+                 sink: HeadSink | None = None, jobs: int | None = 1) -> HealthReport:
     """The whole report; heads (all pending with `all_pending`) are diagnosed with `why`'s engine.
 
-    `on_head` is handed each head with its verdict as soon as it is diagnosed (`-o jsonl` prints it then);
-    the report keeps the verdicts only with `keep_verdicts` (`-o json` prints them all), else each head's
-    summary and item, so memory does not grow with the verdicts of thousands of pending workloads."""
+    `sink` gets each head's text as soon as it is diagnosed (`-o jsonl` prints it then), in head order. The
+    report keeps the verdicts only with `keep_verdicts` (`-o json` prints them all), else each head's summary
+    and item, so memory does not grow with the verdicts of thousands of pending workloads. Without kept
+    verdicts the heads may be shared among `jobs` processes (:mod:`kueuediag.health.workers`; None: one per
+    usable CPU when there are at least :data:`AUTO_JOBS_MIN_HEADS` heads); the report and the output are the
+    same either way."""
     sel = select_health(classes, settings)
     scope = scope_of(snap, namespaces)
     report = HealthReport(
@@ -72,6 +81,10 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
         else:
             runnable.add(h.id)
     report.checks_run = [h.id for h in HEALTH_CHECKS if h.id in runnable]
+    queue_heads = QueueHeads(snap, scope, classes, sel.why_settings, all_pending)
+    pool = None
+    if "pending-heads" in runnable and not keep_verdicts:
+        pool = _pool(queue_heads, sorted(scope.cluster_queues), sink, jobs)
 
     def timed(name: str, fn: Callable[[], None]) -> None:
         t0 = time.perf_counter()
@@ -110,16 +123,50 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
     def heads() -> None:
         if "pending-heads" not in runnable:
             return
-        for head in iter_heads(snap, scope, classes, sel.why_settings, all_pending=all_pending):
-            assert head.verdict is not None
-            add([head_item(head, head.verdict)])
-            if on_head is not None:
-                on_head(head)
-            report.heads.append(head if keep_verdicts else dataclasses.replace(head, verdict=None))
+        if pool is not None:
+            for head, item in pool.run():
+                add([item])
+                report.heads.append(head)
+            return
+        for cq in sorted(scope.cluster_queues):
+            for head, item, text in diagnosed(queue_heads, sink, cq, keep_verdicts):
+                add([item])
+                if sink is not None:
+                    sink.write(text)
+                report.heads.append(head)
 
-    timed("queues", queues)
-    timed("flavors", flavors)
-    timed("rates", rates)
-    timed("stuck", stuck)
-    timed("heads", heads)
+    try:
+        timed("queues", queues)
+        timed("flavors", flavors)
+        timed("rates", rates)
+        timed("stuck", stuck)
+        timed("heads", heads)
+    finally:
+        if pool is not None:
+            pool.close()
     return report
+
+
+def diagnosed(queue_heads: QueueHeads, sink: HeadSink | None, cq: str,
+              keep_verdicts: bool = False) -> Iterator[tuple[Head, Item, str]]:
+    """One ClusterQueue's heads: each head (its verdict dropped unless kept), its item and its sink text."""
+    for head in queue_heads.of_queue(cq):
+        assert head.verdict is not None
+        text = sink.render(head.verdict) if sink is not None else ""
+        yield (head if keep_verdicts else dataclasses.replace(head, verdict=None)), head_item(head, head.verdict), text
+
+
+def _pool(queue_heads: QueueHeads, queues: list[str], sink: HeadSink | None, jobs: int | None) -> HeadPool | None:
+    """Fork the workers now (before any analysis: each works out what its heads need, as `why` would), or None
+    when one process will do (one job, no fork, fewer than two queues with heads, too few heads for `None`)."""
+    wanted = usable_cpus() if jobs is None else jobs
+    if wanted < 2 or not can_fork():
+        return None
+    try:  # each queue's order, worked out once here and inherited by every worker
+        counts = {cq: len(queue_heads.entries(cq)) for cq in queues}
+    except KueuediagError:
+        return None  # the serial scan reports it where it arises, after the heads before it
+    busy = [cq for cq in queues if counts[cq]]
+    if len(busy) < 2 or (jobs is None and sum(counts.values()) < AUTO_JOBS_MIN_HEADS):
+        return None
+    return HeadPool(busy, lambda cq: diagnosed(queue_heads, sink, cq), min(wanted, len(busy)), sink)

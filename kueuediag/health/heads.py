@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from kueuediag.analysis.queue_order import pending_queue
+from kueuediag.analysis.queue_order import QueueEntry, pending_queue
 from kueuediag.check import Check
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose, select_checks
@@ -23,20 +23,29 @@ HEAD_SEVERITY = Severity.MEDIUM
 """A head whose top finding about it reaches this severity is in trouble; below it, it is waiting normally."""
 
 
-def iter_heads(snap: Snapshot, scope: Scope, classes: Sequence[type[Check]], settings: Settings,
-               all_pending: bool = False) -> Iterator[Head]:
-    """Heads in ClusterQueue order (name), then queue position; lazily, so `-o jsonl` streams."""
-    checks: list[Check] | None = None  # selected once, at the first head (checks keep nothing between runs)
-    for cq in sorted(scope.cluster_queues):
-        for entry in pending_queue(snap, cq):
+class QueueHeads:
+    """Diagnoses the heads of one ClusterQueue at a time (the unit `health` splits among processes, so that what
+    is memoised per ClusterQueue is worked out in one of them)."""
+
+    def __init__(self, snap: Snapshot, scope: Scope, classes: Sequence[type[Check]], settings: Settings,
+                 all_pending: bool) -> None:
+        self.snap, self.scope, self.classes, self.settings = snap, scope, classes, settings
+        self.all_pending = all_pending
+        self._checks: list[Check] | None = None  # selected once, at the first head (checks keep nothing between runs)
+
+    def entries(self, cq: str) -> list[QueueEntry]:
+        """The queue entries of `cq` that are heads: the first in scope, or every one with `all_pending`."""
+        inside = [e for e in pending_queue(self.snap, cq) if self.scope.has_namespace(e.workload.namespace)]
+        return inside if self.all_pending else inside[:1]
+
+    def of_queue(self, cq: str) -> Iterator[Head]:
+        for entry in self.entries(cq):
             w = entry.workload
-            if scope.has_namespace(w.namespace):
-                checks = checks if checks is not None else select_checks(classes, settings)
-                verdict = diagnose(snap, target_for(snap, w), classes, settings, checks=checks)
-                yield Head(cluster_queue=cq, position=entry.position, namespace=w.namespace, name=w.name,
-                           cause=verdict.cause, layer=verdict.layer, headline=verdict.headline, verdict=verdict)
-                if not all_pending:
-                    break
+            if self._checks is None:
+                self._checks = select_checks(self.classes, self.settings)
+            verdict = diagnose(self.snap, target_for(self.snap, w), self.classes, self.settings, checks=self._checks)
+            yield Head(cluster_queue=cq, position=entry.position, namespace=w.namespace, name=w.name,
+                       cause=verdict.cause, layer=verdict.layer, headline=verdict.headline, verdict=verdict)
 
 
 def head_item(head: Head, verdict: Verdict) -> Item:
