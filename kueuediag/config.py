@@ -21,6 +21,7 @@ import yaml
 
 from kueuediag.errors import InputError, shown
 from kueuediag.models import Severity
+from kueuediag.yamlload import safe_load
 
 ENV_PREFIX = "KUEUEDIAG_"
 
@@ -212,7 +213,7 @@ def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
 
 def _read_yaml_config(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: invalid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):

@@ -29,10 +29,9 @@ def _data_file(name: str) -> Any:
 
 
 def _parse_yaml(text: str) -> Any:
-    import yaml  # noqa: PLC0415 - only when the JSON copy is missing or stale
+    from kueuediag.yamlload import safe_load  # noqa: PLC0415 - only when the JSON copy is missing or stale
 
-    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, chosen above
+    return safe_load(text)
 
 
 def _digest(text: str) -> str:

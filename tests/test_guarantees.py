@@ -19,7 +19,7 @@ from kueuediag.analysis.guarantees import (
 )
 from kueuediag.analysis.quota_fit import workload_fit
 from kueuediag.models import Severity
-from kueuediag.snapshot.kueue import workload
+from kueuediag.snapshot.kueue import finished_view, workload
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot, read_snapshot
 from kueuediag.target import resolve
@@ -123,3 +123,37 @@ def test_other_violations_match_the_list_without_the_target(fixtures_dir: Path) 
         assert list(others.by_cluster_queue().items()) == list(naive_by_cq.items())
     assert ViolationSet.of([real]).without(real).by_cluster_queue() == {}
     assert not ViolationSet.of([real]).without(real)
+
+
+def test_the_release_that_dated_a_violation_is_named_even_when_the_rest_of_it_is_malformed(
+        fixtures_dir: Path) -> None:
+    """The Finished Workload whose release dated the violation is named from its record (its admission and
+    Finished time, which read fine): junk elsewhere in it only leaves its Finished condition out of KD101's
+    evidence, and the violation, its start and the record reading stay the same."""
+
+    def junk(objects: list[Any]) -> None:
+        for o in objects:
+            o = o.obj() if hasattr(o, "obj") else o
+            if o.get("kind") == "Workload" and o["metadata"]["name"] == "job-eval-sweep-0-d4676":
+                o["spec"]["podSets"] = "not a list"
+
+    clean, broken = _load(fixtures_dir, "guarantee-churn"), _load(fixtures_dir, "guarantee-churn", junk)
+    views = []
+    for snap in (clean, broken):
+        w = workload(snap, "research", "job-train-shard-5-b7748")
+        assert w is not None
+        v = violation_for(snap, w)
+        assert v is not None and v.released_by is not None and v.released_by.name == "job-eval-sweep-0-d4676"
+        views.append(v)
+    assert (views[0].since, views[0].since_source, views[0].seconds) == \
+        (views[1].since, views[1].since_source, views[1].seconds)
+    assert views[0].released_by is not None and views[1].released_by is not None
+    assert finished_view(clean, views[0].released_by) is not None
+    assert finished_view(broken, views[1].released_by) is None  # malformed: it has no view, and blinds nothing
+    results = [GuaranteeViolation().run(snap, resolve(snap, "workload/job-train-shard-5-b7748", "research"))
+               for snap in (clean, broken)]
+    assert results[0].outcome == results[1].outcome
+    # the record reading names the release in both (a fresh record here: capacity changed 2m33s before capture)
+    observed = [[e.observed for e in r.evidence] for r in results]
+    assert observed[0] == observed[1]
+    assert "Workload research/job-eval-sweep-0-d4676 finished at 2026-11-20T09:57:27Z" in observed[1][0]

@@ -1,8 +1,9 @@
 """The fast ways of reading a log line agree with the general one, on ordinary and odd lines alike.
 
-A JSON line's fields are read one key at a time with msgspec (the rest skipped in C) where the general path
-parses the whole line with orjson (falling back to :mod:`json`): on any line, the two must give the same values,
-and `scan` must give the same hits as matching every line against every signature through the general path.
+A JSON line is parsed by decoding its head alone with msgspec (the keys a LogLine keeps, the rest skipped in C),
+and a field is read one key at a time the same way, where the general path parses the whole line with orjson
+(falling back to :mod:`json`): on any line, the two must give the same LogLine and the same values, and `scan`
+must give the same hits as matching every line against every signature through the general path.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from collections import defaultdict
 import pytest
 
 from kueuediag.analysis.signatures import SIGNATURES, Signature, scan
-from kueuediag.snapshot.logs import LogLine, _as_text, _json_field, _json_fields, parse_log_line, parse_log_text
+from kueuediag.snapshot import logs
+from kueuediag.snapshot.logs import (
+    LogLine,
+    _as_text,
+    _json_bare,
+    _json_field,
+    _json_fields,
+    parse_log_line,
+    parse_log_text,
+)
 
 _WL = '"workload":{"name":"job-a","namespace":"team-1"}'
 _RQ = '{"level":"Level(-2)","ts":"2026-01-01T00:00:0Z","msg":"Workload re-queued",' + _WL
@@ -56,6 +66,33 @@ CORPUS: tuple[str, ...] = (
     "E0101 00:00:00.000000       1 leaderelection.go:1] failed to renew lease kueue-system/x: timed out",
     "panic: runtime error: invalid memory address",
     "   ",
+    # the other spellings of the core keys, levels, times and references
+    '{"L":"DPANIC","T":"2026-01-01T02:00:00+02:00","N":"workload-reconciler","C":"core/workload.go:9","M":"Reconcile",'
+    '"name":"job-d","namespace":"team-2"}',
+    '{"level":"Level(-5)","ts":"2026-01-01T00:00:00.999999999Z","logger":"cluster-queue-reconciler","msg":"q",'
+    '"name":"cq-1"}',
+    '{"level":"warning","ts":1764547200.123456789,"logger":"workload-reconciler","msg":"w","name":7}',
+    '{"level":"info","ts":"2026-01-01 00:00:00","msg":"Workload re-queued","Workload":{"name":"job-e","namespace":'
+    '"team-3","uid":"u","extra":{"deep":[1,{"name":2}]}},"preemptingWorkload":{"name":"job-f","namespace":"team-3"}'
+    ',"targetWorkload":"team-4/job-g","cluster-queue":{"name":"cq-2"},"targetClusterQueue":"cq-3","cq":"cq-2"}',
+    '{"level":"info","logger":"events","msg":"Normal QuotaReserved","object":{"kind":"Workload","name":"job-h",'
+    '"namespace":"team-5","apiVersion":"kueue.x-k8s.io/v1beta1"},"involvedObject":{"kind":"Pod","name":"p"},'
+    '"regarding":{"kind":"Workload","name":null}}',
+    '{"level":"info","msg":"refs of odd shapes","workload":{"name":5},"clusterQueue":["cq"],"wl":true}',
+    '{"level":"info","msg":"null refs","workload":null,"clusterQueue":null,"ClusterQueue":{"name":""},"object":"x"}',
+    '{"level":"info","msg":"dup","workload":{"name":"a"},"workload":{"name":"b","name":"c"},"msg":"dup again"}',
+    '{"level":"error","msg":"failed","error":"boom","stacktrace":"main.go:1\\nmain.go:2","errorVerbose":"x"}',
+    '{"level":"info","msg":"\\u00e9t\\u00e9 \\ud83d\\ude00","logger":"\\u0073cheduler","caller":""}',
+    '{"level":"info","msg":"raw surrogates \udcff (a file read with surrogateescape)","workload":"w"}',
+    '{"level":"info","ts":"garbage","msg":"","error":"","stacktrace":null}',
+    '{"level":"info"}',
+    "{}",
+    '{"level":"info","msg":"only core keys","ts":"2026-01-01T00:00:00Z","logger":"l","caller":"c","error":"e",'
+    '"stacktrace":"s","L":"x","M":"y","T":1,"N":"n","C":"c"}',
+    '{"msg":"only a message","T":1e999}',
+    '{"ts":"2026-01-01T00:00:00Z","ts":17e8,"level":"info","msg":"dup ts"}',
+    '2026-01-01T00:00:00.5Z {"level":"info","msg":"no time of its own"}',
+    '2026-01-01T00:00:00.5Z  {"level":"info","ts":"garbage","msg":"bad own time, the prefix\'s"}',
 )
 
 KEYS = ("requeueReason", "workload", "wl", "error", "level", "msg", "big", "x", "deep", "missing", "cluster-queue")
@@ -73,13 +110,14 @@ def test_one_key_is_read_as_the_whole_line_reads_it(raw: str) -> None:
         assert _same(_json_field(raw, key), general.get(key)), key
 
 
-def test_field_text_is_the_general_fields_value_as_text() -> None:
+def test_field_text_and_has_field_answer_as_the_general_fields() -> None:
     for i, raw in enumerate(CORPUS):
         if not raw.strip():
             continue
         line = parse_log_line("f", i, raw)
         for key in KEYS:
             assert line.field_text(key) == ("" if key not in line.fields else _as_text(line.fields[key])), (i, key)
+            assert line.has_field(key) == (key in line.fields), (i, key)
 
 
 def _general_match(sig: Signature, line: LogLine) -> bool:
@@ -123,3 +161,59 @@ def test_depth_limits_do_not_decide_differently() -> None:
             assert _same(_json_field(raw, "requeueReason"), general), depth
     finally:
         sys.setrecursionlimit(old)
+
+
+def _general(monkeypatch: pytest.MonkeyPatch, text: str) -> list[LogLine]:
+    """`text` parsed with every JSON line read the general way (orjson, then json)."""
+    with monkeypatch.context() as m:
+        m.setattr(logs, "_read_head", lambda body: None)
+        return parse_log_text("f", text, 2026)
+
+
+def test_the_head_holds_the_core_keys_then_the_keys_that_name_objects() -> None:
+    assert set(logs._HEAD_KEYS[:logs._REFS_AT]) == logs._CORE_KEYS
+    assert logs._HEAD_REF_KEYS == (*logs._WORKLOAD_KEYS, *logs._EVENT_OBJECT_KEYS, *logs._CQ_KEYS, "name",
+                                   "namespace")
+
+
+def test_a_line_read_by_its_head_is_the_line_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "\n".join(CORPUS)
+    fast = parse_log_text("f", text, 2026)
+    general = _general(monkeypatch, text)
+    assert len(fast) == len(general)
+    for a, b in zip(fast, general, strict=True):
+        assert a == b, a.lineno  # every field, what the line names included
+        assert (a.workloads, a.cluster_queues, a.bare, a.structured(), a.raw) == \
+            (b.workloads, b.cluster_queues, b.bare, b.structured(), b.raw), a.lineno
+        assert _same(a.fields, b.fields), a.lineno
+        if a.format == "json":
+            assert _json_bare(a.raw) == (not _json_fields(a.raw)), a.lineno
+    assert [ln.lineno for ln in fast if ln.bare] == [39, *range(41, 49)]
+    by_head = {i for i, raw in enumerate(CORPUS, 1) if raw.startswith("{") and logs._read_head(raw) is not None}
+    assert {1, 5, 7, 10, 30, 33, 34, 37, 46} <= by_head  # ordinary lines and all the spellings take the fast way
+    assert not {6, 9, 15, 18, 35, 45} & by_head  # odd value shapes, NaN, 1e999 and deep nesting do not
+    by_lineno = {ln.lineno: ln for ln in fast}
+    assert (by_lineno[33].workloads, by_lineno[33].cluster_queues) == (
+        (("team-3", "job-e"), ("team-3", "job-f"), ("team-4", "job-g")), ("cq-2", "cq-3"))
+    assert by_lineno[34].workloads == (("team-5", "job-h"),)
+    assert by_lineno[30].workloads == (("team-2", "job-d"),) and by_lineno[31].cluster_queues == ("cq-1",)
+    assert (by_lineno[30].severity, by_lineno[30].logger, by_lineno[30].msg) == ("dpanic", "workload-reconciler",
+                                                                                 "Reconcile")
+
+
+def test_what_lines_name_is_the_same_when_the_per_file_tables_start_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "\n".join(CORPUS * 3)
+    roomy = parse_log_text("f", text, 2026)
+    monkeypatch.setattr(logs._PerFile, "_MAX", 2)
+    assert parse_log_text("f", text, 2026) == roomy
+
+
+def test_scan_gives_the_same_hits_over_lines_read_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "\n".join(CORPUS)
+
+    def hits(lines: list[LogLine]) -> list[tuple[str, str, list[int]]]:
+        return [(h.signature.id, h.key, [ln.lineno for ln in h.lines]) for h in scan(lines)]
+
+    fast = hits(parse_log_text("f", text, 2026))
+    assert fast == hits(_general(monkeypatch, text))
+    assert ("requeue-loop", "team-3/job-e", [33]) in fast

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -211,3 +212,49 @@ def test_runs_of_one_series_read_like_single_lines() -> None:
     assert [list(s.points) for s in store.select("a_total", x=None)] == [[(10.0, 9.0), (99.0, 10.0)]]
     [b] = store.select("b")
     assert b.points[0] == (10.0, -1.0) and math.isnan(b.points[1][1]) and b.points[2] == (30.0, math.inf)
+
+
+def _run_lines(head: str, rows: list[str]) -> str:
+    return "".join(f"{head} {row}\n" for row in rows)
+
+
+@pytest.mark.parametrize(("rows", "error"), [
+    (["1 10", "2 20", "1e 30", "4 40"], "m.om:4: invalid sample value '1e'"),
+    (["1 10", "2 20", "-3 30", "4 40"], "m.om:4: counter a_total has invalid value -3.0"),
+    (["1 10", "2 20", "3 3.0.0", "4 40"], "m.om:4: invalid timestamp '3.0.0'"),
+    (["1 10", "2 20", "3 30 40", "4 40"], "m.om:4: expected 'value [timestamp]'"),
+])
+def test_a_run_with_a_bad_line_reports_that_line(rows: list[str], error: str) -> None:
+    """A range query's run is read all at once only when every line in it is plain: any other line is read
+    and checked on its own, and the error names it."""
+    text = "# TYPE a counter\n" + _run_lines('a_total{x="1"}', rows) + "# EOF\n"
+    with pytest.raises(InputError, match=re.escape(error)):
+        parse_metrics({"m.om": text})
+
+
+def test_runs_read_at_once_match_the_line_by_line_reading() -> None:
+    """Exponents, signs, leading dots, CRLF endings, label values with spaces and a run broken by NaN give the
+    points the line-by-line reading gives (each run checked against the store built from shuffled lines, which
+    has no runs at all)."""
+    rows = ["1 10", "+2.5 20", ".5 30", "5. 40", "1e3 50", "-0 60", "2E-2 70.5"]
+    gauge_rows = ["-1 10", "1.5e+2 20", "NaN 30", "4 40", "5 50"]
+    text = ("# TYPE a counter\n" + _run_lines('a_total{x="a b\tc"}', rows)
+            + "# TYPE g gauge\n" + _run_lines("g", gauge_rows).replace("\n", "\r\n", 2)
+            + _run_lines('g{k="v"}', gauge_rows[:2]) + "# EOF\n")
+    store = parse_metrics({"m.om": text})
+    shuffled = "\n".join(
+        ["# TYPE a counter", *[f'a_total{{x="a b\tc"}} {r}' for r in rows[::2]],
+         *[f'a_total{{x="a b\tc"}} {r}' for r in rows[1::2]],
+         "# TYPE g gauge", *[f"g {r}" for r in gauge_rows[::-1]], *[f'g{{k="v"}} {r}' for r in gauge_rows[1::-1]],
+         "# EOF"]) + "\n"
+    expected = parse_metrics({"m.om": shuffled})
+    for name in ("a_total", "g"):
+        got = {s.labels: s.points for s in store.select(name)}
+        want = {s.labels: s.points for s in expected.select(name)}
+        assert got.keys() == want.keys()
+        for labels, points in want.items():
+            assert [p[0] for p in got[labels]] == [p[0] for p in points]
+            assert [repr(p[1]) for p in got[labels]] == [repr(p[1]) for p in points]
+    [a] = store.select("a_total")
+    assert a.points == ((10.0, 1.0), (20.0, 2.5), (30.0, 0.5), (40.0, 5.0), (50.0, 1000.0), (60.0, -0.0),
+                        (70.5, 0.02))

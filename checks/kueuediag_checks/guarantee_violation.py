@@ -27,7 +27,7 @@ from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.quantity import format_quantity
-from kueuediag.snapshot.kueue import kueue_index
+from kueuediag.snapshot.kueue import finished_view, kueue_index
 from kueuediag.snapshot.metrics import metric_store
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
@@ -222,8 +222,8 @@ class GuaranteeViolation(Check):
                                f"{format_rfc3339(v.pending_since) if v.pending_since else '?'}",
                                kind="Workload", name=w.name, namespace=w.namespace,
                                field="status.conditions", expected="QuotaReserved=True"))
-        if v.released_by is not None:
-            rel = v.released_by
+        rel = finished_view(snap, v.released_by) if v.released_by is not None else None
+        if rel is not None:
             fin = rel.cond("Finished")
             evidence.append(ev(
                 "condition", f"Finished=True ({fin.reason if fin else '?'}) at "
@@ -231,7 +231,7 @@ class GuaranteeViolation(Check):
                 kind="Workload", name=rel.name, namespace=rel.namespace,
                 field="status.conditions[type=Finished]"))
         for note in v.notes:
-            if v.released_by is None or "finished at" not in note:
+            if rel is None or "finished at" not in note:
                 evidence.append(ev("derived", note, kind="ClusterQueue", name=cq, field="violation start"))
         evidence.extend(self._metric_evidence(snap, cq, v))
         evidence.append(ev("derived", f"stale record: {reading.change}, after Kueue's record",

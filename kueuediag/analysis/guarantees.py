@@ -44,7 +44,6 @@ from kueuediag.snapshot.kueue import (
     WorkloadView,
     cluster_queue_of,
     finished_newest_first,
-    finished_view,
     kueue_index,
     workloads_by_cluster_queue,
 )
@@ -177,8 +176,9 @@ class Violation:
     seconds: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
     metric_selectors: tuple[str, ...] = ()
-    released_by: WorkloadView | None = None
-    """the finished workload whose quota release made the fit possible (when that dated the start)"""
+    released_by: Held | None = None
+    """the Finished Workload whose quota release made the fit possible (when that dated the start): its record,
+    decoded (`finished_view`) only by a caller that shows its conditions"""
 
     @property
     def minutes(self) -> float | None:
@@ -344,24 +344,15 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     since0, source0 = pending_since(w)
     since, source = since0, f"{source0} {_iso(since0)}" if since0 else "unknown"
     notes: list[str] = []
-    released_by: WorkloadView | None = None
+    released_by: Held | None = None
     if since0 is not None:
         releases = _releases(snap, cq, since0)  # newest first
-        # Adding back more released quota can only make the fit worse: binary-search the first release
-        # (newest first) without which the workload would not have fitted.
-        lo, hi = 0, len(releases)
-        shape = _shape(snap, w)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if _fails_without(snap, w, cq, shape, releases, mid):
-                hi = mid
-            else:
-                lo = mid + 1
+        lo = _first_failure(snap, w, cq, _shape(snap, w), releases)
         if lo < len(releases):
             when, held, _ = releases[lo]
             since, source = when, f"Workload {held.namespace}/{held.name} finished at {_iso(when)} and freed the quota"
             notes.append(source)
-            released_by = finished_view(snap, held)
+            released_by = held
     selectors: list[str] = []
     store = metric_store(snap)
     if store and since is not None:
@@ -375,6 +366,42 @@ def violation_for(snap: Snapshot, w: WorkloadView) -> Violation | None:
     seconds = snap.age_seconds(since) if since is not None else None
     return Violation(w, cq, fit, since0, source0, since, source, seconds, tuple(notes), tuple(selectors),
                      released_by)
+
+
+@dataclass
+class _Boundary:
+    """What is known of the first release (newest first) without which workloads of one shape in one
+    ClusterQueue would not have fitted: none among the first `searched` releases, or it is `first`."""
+
+    searched: int = 0
+    first: int | None = None
+
+
+def _first_failure(snap: Snapshot, w: WorkloadView, cq: str, shape: tuple[tuple[object, ...], ...],
+                   releases: Sequence[Release]) -> int:
+    """The first index of `releases` (newest first) without which `w` would not have fitted; `len(releases)`
+    when it fits with all of them still held.
+
+    Adding back more released quota can only make the fit worse, so the answer is a boundary, the same for every
+    pending workload of the shape in `cq` (their release lists are prefixes of one list, see `_releases`): it is
+    binary-searched once per shape, only over the releases no earlier workload's search covered."""
+    n = len(releases)
+    known: _Boundary = snap.memo(("guarantees:boundary", cq, shape), _Boundary)
+    if known.first is not None:
+        return min(known.first, n)
+    if n <= known.searched:
+        return n
+    lo, hi = known.searched, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _fails_without(snap, w, cq, shape, releases, mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    known.searched = n
+    if lo < n:
+        known.first = lo
+    return lo
 
 
 def _fails_without(snap: Snapshot, w: WorkloadView, cq: str, shape: tuple[tuple[object, ...], ...],
@@ -688,9 +715,10 @@ def read_record(snap: Snapshot, v: Violation, requeue_seconds: float) -> RecordR
     record = f"QuotaReserved=False ({qr.reason}) since {_iso(written)}: {qr.message}"
     changes: list[tuple[datetime, str]] = []
     if written is not None:
-        if v.released_by is not None and v.since is not None and v.since > written:
-            changes.append((v.since, f"Workload {v.released_by.ref()} finished at {_iso(v.since)} and freed the "
-                                     "quota the fit needs"))
+        rel = v.released_by
+        if rel is not None and v.since is not None and v.since > written:
+            changes.append((v.since, f"Workload {rel.namespace}/{rel.name} finished at {_iso(v.since)} and freed "
+                                     "the quota the fit needs"))
         elif v.since is not None and v.since > written and v.since_source.startswith("metrics"):
             changes.append((v.since, v.since_source))
         cq = kueue_index(snap).cluster_queues.get(v.cluster_queue)

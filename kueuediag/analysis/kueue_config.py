@@ -18,6 +18,7 @@ import yaml
 from kueuediag.errors import InputError
 from kueuediag.snapshot.k8s import labels, meta
 from kueuediag.snapshot.model import Snapshot
+from kueuediag.yamlload import safe_load
 
 CONFIG_MAP = "kueue-manager-config"
 CONFIG_KEY = "controller_manager_config.yaml"
@@ -124,7 +125,7 @@ def _load(snap: Snapshot) -> KueueConfig:
         text = (cm.get("data") or {}).get(CONFIG_KEY)
         if text:
             try:
-                loaded = yaml.safe_load(text)
+                loaded = safe_load(text)
             except yaml.YAMLError as exc:
                 raise InputError(f"{source} key {CONFIG_KEY}: invalid YAML ({str(exc).splitlines()[0]})") from None
             if loaded is not None and not isinstance(loaded, dict):

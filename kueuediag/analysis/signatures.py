@@ -327,11 +327,12 @@ BY_ID: dict[str, Signature] = {s.id: s for s in SIGNATURES}
 
 TEXT_HINTS: tuple[str, ...] = (
     # every alternative of every `text` pattern above contains one of these (a test checks it); `scan` skips
-    # the text patterns of a line that contains none
-    "preemption targets", "webhook", "the object has been modified", "Operation cannot be fulfilled",
-    "could not find the requested resource", "deadline exceeded", "timeout", "Timeout",
-    "unable to return a response", "connection refused", "leader election lost", "renew lease", "resource lock",
-    "stopped leading", "panic",
+    # the text patterns of a line that contains none. Each is looked for in every log file: long ones are found
+    # faster (str.find skips further), so each is as long as the alternatives it covers allow.
+    "preemption targets", "failed calling webhook", "the object has been modified", "Operation cannot be fulfilled",
+    "could not find the requested resource", "deadline exceeded", "i/o timeout", "Timeout exceeded",
+    "handshake timeout", "unable to return a response", "connection refused", "leader election lost",
+    "renew lease", "resource lock", "stopped leading", "panic",
 )
 
 DECISIVE_MIN_VERBOSITY = min(s.min_verbosity for s in SIGNATURES if s.decisive)
@@ -412,7 +413,7 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
     `TEXT_HINTS` in the line: the hints a whole file holds are found once (most files hold none of them), and a
     line is searched only for those."""
     groups: dict[tuple[str, str], list[LogLine]] = defaultdict(list)
-    by_msg: dict[str, tuple[tuple[Signature, ...], tuple[Signature, ...]]] = {}
+    by_msg: dict[str, tuple[tuple[Signature, ...], tuple[Signature, ...], tuple[Signature, ...]]] = {}
     hints_in: dict[int, tuple[str, tuple[str, ...]]] = {}
     """id of a text → (the text, kept so that its id is not reused while the scan runs; the hints it holds)"""
     for line in lines:
@@ -420,9 +421,12 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
         candidates = by_msg.get(msg)
         if candidates is None:
             matching = [sig for sig in signatures if sig.matches_message(msg)]
-            candidates = by_msg[msg] = (tuple(s for s in matching if s.text is None),
+            candidates = by_msg[msg] = (tuple(s for s in matching if s.text is None and not s.fields),
+                                        tuple(s for s in matching if s.text is None and s.fields),
                                         tuple(s for s in matching if s.text is not None))
-        others, text_sigs = candidates
+        by_message, others, text_sigs = candidates
+        for sig in by_message:  # the message says it all
+            groups[(sig.id, sig.group_key(line))].append(line)
         read: dict[str, str] = {}
         for sig in others:
             if sig.matches_beyond_message(line, read):

@@ -70,11 +70,23 @@ def workloads_in_quota_tree(snap: Snapshot, cluster_queue: str) -> Scope:
 def _tree_members(snap: Snapshot, cluster_queue: str) -> frozenset[str]:
     idx = kueue_index(snap)
     cq = idx.cluster_queues.get(cluster_queue)
-    members = {cluster_queue}
-    if cq is not None and cq.cohort:
-        root = idx.root_of(cq.cohort)
-        members |= {q.name for q in idx.cluster_queues.values() if q.cohort and idx.root_of(q.cohort) == root}
-    return frozenset(members)
+    if cq is None or not cq.cohort:
+        return frozenset({cluster_queue})
+    return _members_by_root(snap)[idx.root_of(cq.cohort)]
+
+
+def _members_by_root(snap: Snapshot) -> dict[str, frozenset[str]]:
+    """The ClusterQueues of each cohort tree, by its root (worked out once: asked for every ClusterQueue)."""
+
+    def build() -> dict[str, frozenset[str]]:
+        idx = kueue_index(snap)
+        out: dict[str, set[str]] = {}
+        for q in idx.cluster_queues.values():
+            if q.cohort:
+                out.setdefault(idx.root_of(q.cohort), set()).add(q.name)
+        return {root: frozenset(names) for root, names in out.items()}
+
+    return snap.memo("well-formed:tree-members-by-root", build)
 
 
 def workloads_in_cluster_queue(snap: Snapshot, cluster_queue: str) -> Scope:

@@ -104,21 +104,37 @@ def sanitize_args(args: list[Any]) -> list[Any]:
             out.append(arg)
             redact_next = False
             continue
-        if redact_next and not arg.startswith("-"):
+        dash, clean, secret_flag = _arg_rule(arg)
+        if redact_next and not dash:  # the value of a secret-looking flag (`--token X`)
             out.append(REDACTED)
             redact_next = False
             continue
-        redact_next = False
-        m = _FLAG.match(arg)
-        if m and secretish(m.group(1)):
-            out.append(f"{m.group(1)}={REDACTED}")
-            continue
-        if arg.startswith("-") and "=" not in arg and " " not in arg and secretish(arg):
-            out.append(arg)
-            redact_next = True
-            continue
-        out.append(scrub_text(arg))
+        out.append(clean)
+        redact_next = secret_flag
     return out
+
+
+_ARG_MEMO: dict[str, tuple[bool, str, bool]] = {}
+
+
+def _arg_rule(arg: str) -> tuple[bool, str, bool]:
+    """(starts with a dash, the argument as written to a snapshot, whether it is a secret-looking flag whose
+    value is the next argument), remembered for short arguments: a cluster's jobs repeat the same few flags."""
+    hit = _ARG_MEMO.get(arg)
+    if hit is not None:
+        return hit
+    m = _FLAG.match(arg)
+    if m and secretish(m.group(1)):
+        hit = (True, f"{m.group(1)}={REDACTED}", False)
+    elif arg.startswith("-") and "=" not in arg and " " not in arg and secretish(arg):
+        hit = (True, arg, True)
+    else:
+        hit = (arg.startswith("-"), scrub_text(arg), False)
+    if len(arg) <= _TRIGGER_MEMO_LEN:
+        if len(_ARG_MEMO) >= _TRIGGER_MEMO_MAX:
+            _ARG_MEMO.clear()
+        _ARG_MEMO[arg] = hit
+    return hit
 
 
 def scrub_text(text: str) -> str:

@@ -6,7 +6,6 @@ Additive contract: fields may be added in v1, never renamed or removed. Findings
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
@@ -15,7 +14,8 @@ from kueuediag import __version__
 from kueuediag.health.catalog import BY_ID
 from kueuediag.health.model import Head, HealthReport, Item
 from kueuediag.models import Severity, Verdict
-from kueuediag.render.json_out import _default, finding_dict, verdict_dict
+from kueuediag.render.json_out import finding_dict, verdict_dict
+from kueuediag.render.jsondump import dumps
 
 SCHEMA = "kueuediag/health/v1"
 
@@ -83,10 +83,10 @@ def kept(head: Head) -> Verdict:
 
 
 def render_health_json(report: HealthReport, gate: Severity | None = None) -> str:
-    return json.dumps(report_dict(report, gate), indent=2, default=_default, ensure_ascii=False) + "\n"
+    return dumps(report_dict(report, gate))
 
 
 def verdict_lines(verdicts: Iterable[Verdict]) -> Iterable[str]:
     """`-o jsonl`: one `why -o json` document per line."""
     for v in verdicts:
-        yield json.dumps(verdict_dict(v), default=_default, ensure_ascii=False, separators=(",", ":")) + "\n"
+        yield dumps(verdict_dict(v), indent=False)

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from decimal import Decimal
 from typing import Any
 
 from kueuediag import __version__
 from kueuediag.models import Evidence, Finding, Fix, Verdict
+from kueuediag.render.jsondump import dumps
 
 SCHEMA = "kueuediag/why/v1"
-
-
-def _default(o: Any) -> Any:
-    if isinstance(o, Decimal):
-        return int(o) if o == o.to_integral_value() else float(o)
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    if hasattr(o, "isoformat"):
-        return o.isoformat()
-    return str(o)
 
 
 def _evidence(e: Evidence) -> dict[str, Any]:
@@ -108,4 +97,4 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
 
 
 def render_json(v: Verdict) -> str:
-    return json.dumps(verdict_dict(v), indent=2, default=_default, ensure_ascii=False) + "\n"
+    return dumps(verdict_dict(v))

@@ -147,9 +147,9 @@ class Held:
         self.rv = rv
         self.owners = owners
         """(uid, kind, name, controller) of each owner reference"""
-        self.labels = _indexed(labels, INDEXED_LABELS)
+        self.labels = _indexed(labels, INDEXED_LABELS) if labels else _NONE
         """only the labels indexes are keyed by (`INDEXED_LABELS`)"""
-        self.annotations = _indexed(annotations, INDEXED_ANNOTATIONS)
+        self.annotations = _indexed(annotations, INDEXED_ANNOTATIONS) if annotations else _NONE
         """only the annotations indexes are keyed by (`INDEXED_ANNOTATIONS`)"""
         self.settled = settled
         """finished for good: a Finished Workload, a Succeeded/Failed Pod not being deleted"""
@@ -196,7 +196,7 @@ def held_of(obj: dict[str, Any], origin: str | None) -> Held:
     meta = obj["metadata"]
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    settled = _settled_dict(obj)
+    settled = is_settled(obj)
     return Held(
         kind=obj["kind"], api_version=obj["apiVersion"], name=meta["name"], namespace=meta.get("namespace"),
         uid=meta.get("uid") or None, rv=_rv(meta.get("resourceVersion")),
@@ -300,27 +300,29 @@ def _hold(raw: msgspec.Raw, head: _Head | None, item_kind: str | None, list_vers
     if memoryview(head.spec)[0] not in _MAPPING_OR_NULL:
         return None  # spec is not a mapping: the loader names the field
     status = head.status
-    conditions = (status.conditions if status is not None else None) or ()
-    settled_at = None
+    settled_at = settled_in = None
+    settled_usage: Usage = ()
+    settled = False
     if kind == "Workload":
-        finished = next((c for c in conditions if c.type == "Finished" and c.status == "True"), None)
-        settled = finished is not None
-        if finished is not None and isinstance(finished.lastTransitionTime, str):
-            settled_at = finished.lastTransitionTime
+        if status is not None and status.conditions:
+            for c in status.conditions:
+                if c.type == "Finished" and c.status == "True":
+                    settled = True
+                    if isinstance(c.lastTransitionTime, str):
+                        settled_at = c.lastTransitionTime
+                    break
+        if settled and status is not None and status.admission is not None:
+            settled_in = _str(status.admission.clusterQueue)
+            settled_usage = _usage_of(status.admission.podSetAssignments, usages)
     elif kind == "Pod":
         settled = status is not None and status.phase in ("Succeeded", "Failed") and meta.deletionTimestamp is None
-    else:
-        settled = False
-    return Held(
-        kind=kind, api_version=api, name=meta.name, namespace=meta.namespace, uid=meta.uid or None,
-        rv=_rv(meta.resourceVersion),
-        owners=tuple((r.uid, _intern(r.kind), r.name, bool(r.controller)) for r in meta.ownerReferences or ()),
-        labels=meta.labels or _NONE, annotations=meta.annotations or _NONE, settled=settled,
-        origin=origin, raw=raw, settled_at=settled_at,
-        settled_in=_str(status.admission.clusterQueue) if settled and status and status.admission else None,
-        settled_usage=_usage_of(status.admission.podSetAssignments, usages) if settled and status and status.admission
-        else (),
-    )
+    refs = meta.ownerReferences
+    owners = tuple([(r.uid, _intern(r.kind), r.name, bool(r.controller)) for r in refs]) if refs else ()
+    rv = meta.resourceVersion
+    return Held(kind, api, meta.name, meta.namespace, meta.uid or None,
+                int(rv) if type(rv) is str and rv.isdigit() and rv.isascii() else _rv(rv),
+                owners, meta.labels or _NONE, meta.annotations or _NONE, settled, origin, raw, None,
+                settled_at, settled_in, settled_usage)
 
 
 _MAPPING_OR_NULL = frozenset(b"{n")
@@ -340,7 +342,9 @@ def _usage_of(raw: msgspec.Raw, usages: dict[bytes, Usage]) -> Usage:
     return usage
 
 
-def _settled_dict(obj: dict[str, Any]) -> bool:
+def is_settled(obj: dict[str, Any]) -> bool:
+    """A decoded object finished for good (see `Held.settled`): a Finished Workload, a Succeeded or Failed Pod
+    that is not being deleted."""
     kind = obj.get("kind")
     status = obj.get("status")
     if kind not in ("Workload", "Pod") or not isinstance(status, dict):

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from kueuediag.errors import InputError, MalformedObject
 from kueuediag.quantity import ZERO, parse_quantity, parse_resource_list
-from kueuediag.snapshot.held import Held
+from kueuediag.snapshot.held import Held, is_settled
 from kueuediag.snapshot.k8s import (
     Condition,
     EventView,
@@ -599,7 +599,8 @@ def finished_view(snap: Snapshot, held: Held) -> WorkloadView | None:
 def _well_formed(snap: Snapshot, kind: str, build: Callable[[dict[str, Any]], V], active: bool = False,
                  objs: list[dict[str, Any]] | None = None) -> list[V]:
     """The views of every object of `kind` (that is not settled, with `active`) that builds; the others are
-    recorded once in the snapshot's registry.
+    recorded once in the snapshot's registry, unless settled (a Finished Workload decoded for its conditions holds
+    no quota: its junk must not make a cohort tree "could not check").
 
     One malformed object must not blind every check that lists its kind: the analyses that aggregate over a
     scope ask `malformed_objects` whether anything inside their scope was left out (require_well_formed).
@@ -610,7 +611,8 @@ def _well_formed(snap: Snapshot, kind: str, build: Callable[[dict[str, Any]], V]
         try:
             out.append(build(obj))
         except MalformedObject as exc:
-            registry.setdefault(id(obj), Skipped(obj, exc))
+            if not is_settled(obj):  # a settled object is in no aggregate: its junk blinds no analysis
+                registry.setdefault(id(obj), Skipped(obj, exc))
     return out
 
 
@@ -804,5 +806,6 @@ def _pod_views(snap: Snapshot, held: list[Held]) -> list[PodView]:
         try:
             out.append(pod_of(snap, obj))
         except MalformedObject as exc:
-            registry.setdefault(id(obj), Skipped(obj, exc))
+            if not is_settled(obj):  # a settled object is in no aggregate: its junk blinds no analysis
+                registry.setdefault(id(obj), Skipped(obj, exc))
     return out

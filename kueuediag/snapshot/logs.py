@@ -22,7 +22,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from sys import intern
@@ -61,11 +61,13 @@ _CORE_KEYS = frozenset({
 })
 
 
-@dataclass(frozen=True, slots=True)
-class LogLine:
+class LogLine(msgspec.Struct, frozen=True, gc=False):
     """One line of a controller log, normalised across encoders.
 
-    Slotted: a snapshot holds hundreds of thousands of lines, and a per-instance ``__dict__`` cost ~1 kB each.
+    A frozen msgspec Struct: a snapshot holds hundreds of thousands of lines, so each is slotted (no
+    ``__dict__``), built in C (a frozen dataclass pays an ``object.__setattr__`` per field) and not tracked by
+    the garbage collector (its values are text, numbers, times and JSON data: no cycles). Equal when every field
+    is equal.
     """
 
     file: str
@@ -86,15 +88,23 @@ class LogLine:
     msg: str
     error: str = ""
     stacktrace: str = ""
-    kept_fields: Mapping[str, Any] | None = field(default=None, repr=False)
+    kept_fields: Mapping[str, Any] | None = None
     """the structured fields of a console line; None for a JSON line, whose fields are read again from `raw`
     when asked (`fields`): a production log's fields would otherwise take more memory than the log itself"""
-    _refs: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] | None = field(default=None, init=False, repr=False,
-                                                                          compare=False)
-    start: int = field(default=0, repr=False)
-    stop: int = field(default=-1, repr=False)
-    bare: bool = field(default=False, repr=False)
-    """a JSON line with no field beyond level, time, logger, caller, message, error and stack"""
+    _refs: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] | None = None
+    """what the line names (a JSON line's at parse time, while its values are at hand; else on first use)"""
+    start: int = 0
+    stop: int = -1
+
+    def __repr__(self) -> str:  # `text` may be a whole file
+        return (f"LogLine({self.location}, format={self.format!r}, ts={self.ts!r}, level={self.level!r}, "
+                f"logger={self.logger!r}, caller={self.caller!r}, msg={self.msg!r}, error={self.error!r})")
+
+    @property
+    def bare(self) -> bool:
+        """A JSON line with no field beyond level, time, logger, caller, message, error and stack (worked out
+        from the line when asked: parsing reads only the keys a LogLine keeps)."""
+        return self.format == "json" and self.kept_fields is None and _json_bare(self.raw)
 
     @property
     def raw(self) -> str:
@@ -115,27 +125,31 @@ class LogLine:
         if refs is None:
             fields = self.fields
             refs = (_workload_refs(fields, self.logger), _cq_refs(fields, self.logger)) if fields else ((), ())
-            object.__setattr__(self, "_refs", refs)  # a cache of what the frozen fields determine
+            msgspec.structs.force_setattr(self, "_refs", refs)  # a cache of what the frozen fields determine
         return refs
 
     @property
     def workloads(self) -> tuple[WorkloadRef, ...]:
         """every Workload the line names (workload, preemptingWorkload, targetWorkload, controller-runtime's
         Workload key), worked out on first use: most lines are only ever counted or matched by message"""
-        return self._named()[0]
+        refs = self._refs
+        return (self._named() if refs is None else refs)[0]
 
     @property
     def cluster_queues(self) -> tuple[str, ...]:
         """every ClusterQueue the line names (clusterQueue, targetClusterQueue...), on first use"""
-        return self._named()[1]
+        refs = self._refs
+        return (self._named() if refs is None else refs)[1]
 
     @property
     def workload(self) -> WorkloadRef | None:
-        return self.workloads[0] if self.workloads else None
+        workloads = self.workloads
+        return workloads[0] if workloads else None
 
     @property
     def cluster_queue(self) -> str | None:
-        return self.cluster_queues[0] if self.cluster_queues else None
+        cluster_queues = self.cluster_queues
+        return cluster_queues[0] if cluster_queues else None
 
     @property
     def location(self) -> str:
@@ -148,18 +162,13 @@ class LogLine:
 
     def field_text(self, key: str) -> str:
         """A field as text (object refs as ``ns/name``), empty when absent."""
-        if self._surely_lacks(key):
-            return ""
         if self.kept_fields is None and self.format == "json":
-            return _as_text(_json_field(self.raw, key))
+            raw = self.raw
+            return "" if _surely_lacks(raw, key) else _as_text(_json_field(raw, key))
         return _as_text(self.fields.get(key))
 
-    def _surely_lacks(self, key: str) -> bool:
-        """A JSON line whose text does not hold `key` has no such field: known without parsing it again."""
-        return self.kept_fields is None and self.format == "json" and f'"{key}"' not in self.raw
-
     def structured(self) -> bool:
-        """Whether the line has any structured field (known without parsing a JSON line again)."""
+        """Whether the line has any structured field."""
         if self.kept_fields is not None:
             return bool(self.kept_fields)
         return self.format == "json" and not self.bare
@@ -167,7 +176,10 @@ class LogLine:
     def has_field(self, key: str) -> bool:
         """Whether the line has the structured field `key` (a JSON line is parsed again only when its text
         holds the key)."""
-        return not self._surely_lacks(key) and key in self.fields
+        if self.kept_fields is None and self.format == "json":
+            raw = self.raw
+            return not _surely_lacks(raw, key) and _json_field(raw, key, _UNSET) is not _UNSET
+        return key in self.fields
 
     def names_workload(self, namespace: str | None, name: str) -> bool:
         for ns, n in self.workloads:
@@ -239,35 +251,172 @@ def parse_ts(value: Any) -> datetime | None:
     return None
 
 
-_NAMED_NONE: tuple[tuple[WorkloadRef, ...], tuple[str, ...]] = ((), ())
-_SharedRefs = dict[tuple[tuple[WorkloadRef, ...], tuple[str, ...]], tuple[tuple[WorkloadRef, ...], tuple[str, ...]]]
-"""One copy of each distinct (workloads, cluster queues) the lines of a file name: a log names the same few
-thousand objects over and over."""
+_Named = tuple[tuple[WorkloadRef, ...], tuple[str, ...]]
+"""(workloads, cluster queues) a line names"""
+_NAMED_NONE: _Named = ((), ())
+_Where = tuple[str, int, int]
+"""(text, start, stop) of a LogLine: the line itself (0, -1), or the file it is a slice of"""
+_UNSET = msgspec.UNSET
+
+
+class _Obj(msgspec.Struct, frozen=True, gc=False):
+    """An object a JSON line names, as `_ref` and `_workload_refs` read it: name, namespace and kind alone (any
+    other key is skipped). Hashable: what a set of references names is worked out once per file."""
+
+    name: str | None | msgspec.UnsetType = _UNSET
+    namespace: str | None | msgspec.UnsetType = _UNSET
+    kind: str | None | msgspec.UnsetType = _UNSET
+
+
+_Text = str | None | msgspec.UnsetType
+_Time = str | float | None | msgspec.UnsetType
+_RefValue = str | _Obj | None
+
+
+class _Head(msgspec.Struct, gc=False):
+    """What a LogLine takes from a JSON line: the core keys (`_CORE_KEYS`), then the keys that can name objects
+    (`_REF_KEYS`, then the name and namespace the workload and cluster-queue loggers write).
+
+    `_HEAD` decodes a line into it reading these keys alone (the others are skipped in C, and a line's fields are
+    not kept: see `LogLine.kept_fields`); a line whose values have other shapes (a number as message, a
+    reference that is a list...) is read the general way, into a dict, and `_head_of` makes the same from it.
+    A core key that is absent is UNSET; a reference that is absent is None, as the readers take a null one.
+    """
+
+    level: _Text = _UNSET
+    L: _Text = _UNSET
+    ts: _Time = _UNSET
+    T: _Time = _UNSET
+    logger: _Text = _UNSET
+    N: _Text = _UNSET
+    caller: _Text = _UNSET
+    C: _Text = _UNSET
+    msg: _Text = _UNSET
+    M: _Text = _UNSET
+    error: _Text = _UNSET
+    stacktrace: _Text = _UNSET
+    # _WORKLOAD_KEYS, _EVENT_OBJECT_KEYS, _CQ_KEYS in that order, then name and namespace (`_REFS_AT`)
+    workload: _RefValue = None
+    Workload: _RefValue = None
+    preemptingWorkload: _RefValue = None  # noqa: N815 - the key as Kueue writes it
+    targetWorkload: _RefValue = None  # noqa: N815
+    wl: _RefValue = None
+    object: _RefValue = None
+    involvedObject: _RefValue = None  # noqa: N815
+    regarding: _RefValue = None
+    clusterQueue: _RefValue = None  # noqa: N815
+    ClusterQueue: _RefValue = None
+    cluster_queue: _RefValue = msgspec.field(default=None, name="cluster-queue")
+    targetClusterQueue: _RefValue = None  # noqa: N815
+    cq: _RefValue = None
+    name: str | None = None
+    namespace: str | None = None
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+_HEAD_KEYS: tuple[str, ...] = _Head.__struct_encode_fields__
+_HEAD_ATTRS: dict[str, str] = dict(zip(_HEAD_KEYS, _Head.__struct_fields__, strict=True))
+_REFS_AT = len(_CORE_KEYS)
+_HEAD_REF_KEYS = _HEAD_KEYS[_REFS_AT:]
+_REFS_KEY = msgspec.json.Encoder()
+"""a head's references as JSON text: a key that hashes and compares as one string"""
+
+
+def _read_head(body: str) -> _Head | None:
+    """A JSON object's head, None when msgspec refuses the line or a value's shape (the general way decides)."""
+    if not _shallow(body):
+        return None
+    try:
+        return _HEAD.decode(body)
+    except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: surrogates
+        return None
+
+
+def _head_of(obj: Mapping[str, Any]) -> _Head:
+    """The head of a JSON line read the general way (its values as they are, of any shape)."""
+    return _Head(**{_HEAD_ATTRS[k]: v for k, v in obj.items() if k in _HEAD_ATTRS})
+
+
+_Core = tuple[str, int | None, str, str, str, str]
+"""level, verbosity, severity, logger, caller and message of a LogLine"""
+
+
+def _core(level: Any, logger: Any, caller: Any, msg: Any) -> _Core:
+    """The LogLine fields a JSON line's level, logger, caller and message give (the texts interned: a log
+    repeats a few dozen of each)."""
+    text = _as_text(level)
+    verbosity, severity = _level(text)
+    return intern(text), verbosity, severity, intern(_as_text(logger)), intern(_as_text(caller)), \
+        intern(_as_text(msg))
+
+
+class _PerFile:
+    """What the lines of one file share, worked out once: the LogLine fields of each distinct (level, logger,
+    caller, message), one copy of each distinct (workloads, cluster queues), and the answer for each distinct
+    set of reference values a head holds (a log names the same few thousand objects over and over: the readers
+    run once per set, not once per line)."""
+
+    _MAX = 8192
+    """distinct keys remembered at once by each table (a file with more starts again: memory stays bounded)"""
+
+    def __init__(self) -> None:
+        self._cores: dict[tuple[str | None | msgspec.UnsetType, ...], _Core] = {}
+        self._answers: dict[_Named, _Named] = {}
+        self._by_head: dict[tuple[str, bytes], _Named] = {}
+
+    def core(self, level: _Text, logger: _Text, caller: _Text, msg: _Text) -> _Core:
+        """`_core` of a head's values (text, None or UNSET alone: no two of them are equal keys yet different
+        texts, as ``1``, ``1.0`` and ``true`` would be)."""
+        key = (level, logger, caller, msg)
+        got = self._cores.get(key)
+        if got is None:
+            if len(self._cores) >= self._MAX:
+                self._cores.clear()
+            got = self._cores[key] = _core(level, logger, caller, msg)
+        return got
+
+    def of_fields(self, fields: Mapping[str, Any], logger: str) -> _Named:
+        if _REF_KEYS.isdisjoint(fields) and not logger.startswith(("workload", "cluster-queue")):
+            return _NAMED_NONE  # no key that can name an object (what the two readers below would find)
+        named = (_workload_refs(fields, logger), _cq_refs(fields, logger))
+        return self._answers.setdefault(named, named) if named != _NAMED_NONE else _NAMED_NONE
+
+    def of_head(self, head: _Head, logger: str) -> _Named:
+        """`of_fields` of the head's references."""
+        values = msgspec.structs.astuple(head)[_REFS_AT:]
+        key = (logger, _REFS_KEY.encode(values))
+        named = self._by_head.get(key)
+        if named is None:
+            if len(self._by_head) >= self._MAX:
+                self._by_head.clear()
+            fields = {k: msgspec.to_builtins(v) for k, v in zip(_HEAD_REF_KEYS, values, strict=True)
+                      if v is not None}
+            named = self._by_head[key] = self.of_fields(fields, logger)
+        return named
 
 
 def parse_log_text(path: str, text: str, year: int | None = None) -> list[LogLine]:
     """Parse one log file. `year` completes klog timestamps (which carry none); callers pass the snapshot's
     capture year (the current UTC year is only a fallback)."""
     out: list[LogLine] = []
-    named: _SharedRefs = {}
+    file = _PerFile()
     pos = 0
     for i, chunk in enumerate(text.splitlines(keepends=True), start=1):
         start, pos = pos, pos + len(chunk)
-        line = chunk.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029").rstrip("\r")
+        line = chunk.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
         if not line.strip():
             continue
-        parsed = parse_log_line(path, i, line, year, named)
-        # the line's text becomes a slice of the file's (kept by the snapshot anyway), not a copy of it
-        object.__setattr__(parsed, "text", text)
-        object.__setattr__(parsed, "start", start)
-        object.__setattr__(parsed, "stop", start + len(line))
-        out.append(parsed)
+        # the line's text is a slice of the file's (kept by the snapshot anyway), not a copy of it
+        out.append(_parse(path, i, line, year, file, (text, start, start + len(line))))
     return out
 
 
-def parse_log_line(path: str, lineno: int, line: str, year: int | None = None,
-                   shared: _SharedRefs | None = None) -> LogLine:
-    """One line; `shared` keeps one copy of each distinct set of objects the lines of a file name."""
+def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -> LogLine:
+    """One line, on its own."""
+    return _parse(path, lineno, line, year, _PerFile(), (line, 0, -1))
+
+
+def _parse(path: str, lineno: int, line: str, year: int | None, file: _PerFile, where: _Where) -> LogLine:
     body = line
     prefix_ts: datetime | None = None
     m = _TS_PREFIX.match(body) if body[:1].isdigit() else None
@@ -276,50 +425,47 @@ def parse_log_line(path: str, lineno: int, line: str, year: int | None = None,
         body = body[m.end():]
     stripped = body.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
+        head = _read_head(stripped)
+        if head is not None:
+            return _from_json(path, lineno, where, head, prefix_ts, file)
         try:
             obj = jsonload.loads(stripped)
         except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
-            return _from_json(path, lineno, line, obj, prefix_ts, {} if shared is None else shared)
+            return _from_json(path, lineno, where, _head_of(obj), prefix_ts, file, obj)
     if "\t" in body:
-        console = _from_console(path, lineno, line, body)
+        console = _from_console(path, lineno, where, body)
         if console is not None:
             return console
     km = _KLOG.match(stripped)
     if km:
-        return _from_klog(path, lineno, line, km, year)
-    return LogLine(file=path, lineno=lineno, text=line, format="text", ts=prefix_ts, level="", verbosity=None,
-                   severity="text", logger="", caller="", msg=stripped)
+        return _from_klog(path, lineno, where, km, year)
+    return LogLine(file=path, lineno=lineno, text=where[0], format="text", ts=prefix_ts, level="", verbosity=None,
+                   severity="text", logger="", caller="", msg=stripped, start=where[1], stop=where[2])
 
 
-def _from_json(path: str, lineno: int, raw: str, obj: dict[str, Any], prefix_ts: datetime | None,
-               shared: _SharedRefs) -> LogLine:
-    # Every key is looked up once (a production log has ~10 of them a line, 100,000s of lines).
-    level = _as_text(obj["level"] if "level" in obj else obj.get("L", ""))
-    verbosity, severity = _level(level)
-    logger = _as_text(obj["logger"] if "logger" in obj else obj.get("N", ""))
-    line = LogLine(
-        file=path, lineno=lineno, text=raw, format="json",
-        ts=parse_ts(obj["ts"] if "ts" in obj else obj.get("T")) or prefix_ts,
-        level=intern(level), verbosity=verbosity, severity=severity,
-        logger=intern(logger),
-        caller=intern(_as_text(obj["caller"] if "caller" in obj else obj.get("C", ""))),
-        msg=intern(_as_text(obj["msg"] if "msg" in obj else obj.get("M", ""))),
-        error=_as_text(obj.get("error", "")),
-        stacktrace=_as_text(obj.get("stacktrace", "")),
-    )
-    # What the line names is worked out now, while the parsed line is at hand (its fields are not kept, see
-    # kept_fields); none of the keys naming objects is a core key, so the whole object serves as the fields.
-    object.__setattr__(line, "bare", all(k in _CORE_KEYS for k in obj))
-    if _REF_KEYS.isdisjoint(obj) and not logger.startswith(("workload", "cluster-queue")):
-        named = _NAMED_NONE  # no key that can name an object (what the two readers below would find)
+def _from_json(path: str, lineno: int, where: _Where, head: _Head, prefix_ts: datetime | None, file: _PerFile,
+               fields: Mapping[str, Any] | None = None) -> LogLine:
+    """A JSON line's LogLine from its head, however it was read; `fields` (the whole object, when the line was
+    read the general way) serve the reference readers directly."""
+    level = head.level if head.level is not _UNSET else "" if head.L is _UNSET else head.L
+    logger = head.logger if head.logger is not _UNSET else "" if head.N is _UNSET else head.N
+    caller = head.caller if head.caller is not _UNSET else "" if head.C is _UNSET else head.C
+    msg = head.msg if head.msg is not _UNSET else "" if head.M is _UNSET else head.M
+    ts = head.ts if head.ts is not _UNSET else None if head.T is _UNSET else head.T
+    if fields is None:
+        core = file.core(level, logger, caller, msg)
+        named = file.of_head(head, core[3])  # what the line names, while its values are at hand
     else:
-        named = (_workload_refs(obj, logger), _cq_refs(obj, logger))
-    object.__setattr__(line, "_refs", shared.setdefault(named, named) if named != _NAMED_NONE else _NAMED_NONE)
-    return line
-
-
+        core = _core(level, logger, caller, msg)
+        named = file.of_fields(fields, core[3])
+    return LogLine(
+        path, lineno, where[0], "json", parse_ts(ts) or prefix_ts, *core,
+        "" if head.error is _UNSET else _as_text(head.error),
+        "" if head.stacktrace is _UNSET else _as_text(head.stacktrace),
+        None, named, where[1], where[2],
+    )
 
 
 _SHALLOW = 200
@@ -328,7 +474,7 @@ _SHALLOW = 200
 
 
 def _shallow(body: str) -> bool:
-    return body.count("{") + body.count("[") < _SHALLOW
+    return len(body) < 2 * _SHALLOW or body.count("{") + body.count("[") < _SHALLOW  # a bracket is closed too
 
 
 @lru_cache(maxsize=64)
@@ -340,22 +486,50 @@ def _one_field(key: str) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(struct)
 
 
-def _json_field(raw: str, key: str) -> Any:
-    """``_json_fields(raw).get(key)``, reading only that key. msgspec is stricter than orjson and :mod:`json`
-    nowhere: a line it reads is a line they read the same, and the key's text is parsed by the same parser as
-    the whole line would be; a line it refuses goes the general way."""
+def _surely_lacks(raw: str, key: str) -> bool:
+    """A JSON line whose text does not hold `key` has no such field: known without reading it again."""
+    return f'"{key}"' not in raw
+
+
+def _json_field(raw: str, key: str, default: Any = None) -> Any:
+    """``_json_fields(raw).get(key, default)``, reading only that key. msgspec is stricter than orjson and
+    :mod:`json` nowhere: a line it reads is a line they read the same, and the key's text is parsed by the same
+    parser as the whole line would be; a line it refuses goes the general way."""
     if key in _CORE_KEYS:
-        return None
-    m = _TS_PREFIX.match(raw)
-    body = (raw[m.end():] if m else raw).strip()
+        return default
+    m = _TS_PREFIX.match(raw) if raw[:1].isdigit() else None
+    body = raw[m.end():] if m else raw  # blanks beyond JSON's (which msgspec refuses) are left to the general way
     if _shallow(body):
         try:
             value = _one_field(key).decode(body).value
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: surrogates
             pass
         else:
-            return None if value is msgspec.UNSET else jsonload.loads(memoryview(value))
-    return _json_fields(raw).get(key)
+            return default if value is _UNSET else jsonload.loads(memoryview(value))
+    return _json_fields(raw).get(key, default)
+
+
+_BARE = msgspec.json.Decoder(msgspec.defstruct(
+    "Bare", [(_HEAD_ATTRS[k], msgspec.Raw | msgspec.UnsetType, msgspec.field(default=_UNSET, name=k))
+             for k in _HEAD_KEYS[:_REFS_AT]], forbid_unknown_fields=True, gc=False))
+"""decodes a JSON line that has no key beyond the core keys, refuses one that has (without building a dict)"""
+
+
+def _json_bare(raw: str) -> bool:
+    """``not _json_fields(raw)`` of a line that parsed as a JSON object (a JSON LogLine's), without parsing every
+    value: msgspec refuses the first key beyond the core keys as soon as it meets it."""
+    m = _TS_PREFIX.match(raw) if raw[:1].isdigit() else None
+    body = raw[m.end():] if m else raw
+    if _shallow(body):
+        try:
+            _BARE.decode(body)
+        except msgspec.ValidationError:  # a key beyond the core keys
+            return False
+        except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: surrogates
+            pass
+        else:
+            return True
+    return not _json_fields(raw)
 
 
 def _json_fields(raw: str) -> dict[str, Any]:
@@ -368,7 +542,7 @@ def _json_fields(raw: str) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in _CORE_KEYS} if isinstance(obj, dict) else {}
 
 
-def _from_console(path: str, lineno: int, raw: str, body: str) -> LogLine | None:
+def _from_console(path: str, lineno: int, where: _Where, body: str) -> LogLine | None:
     parts = body.split("\t")
     if len(parts) < 3 or not _CONSOLE_TS.match(parts[0].strip()):
         return None
@@ -398,13 +572,13 @@ def _from_console(path: str, lineno: int, raw: str, body: str) -> LogLine | None
     error = _as_text(fields.pop("error", ""))
     stack = _as_text(fields.pop("stacktrace", ""))
     return LogLine(
-        file=path, lineno=lineno, text=raw, format="console", ts=parse_ts(parts[0]),
+        file=path, lineno=lineno, text=where[0], format="console", ts=parse_ts(parts[0]),
         level=parts[1].strip(), verbosity=verbosity, severity=severity, logger=logger, caller=caller,
-        msg=msg.strip(), error=error, stacktrace=stack, kept_fields=fields,
+        msg=msg.strip(), error=error, stacktrace=stack, kept_fields=fields, start=where[1], stop=where[2],
     )
 
 
-def _from_klog(path: str, lineno: int, raw: str, m: re.Match[str], year: int | None) -> LogLine:
+def _from_klog(path: str, lineno: int, where: _Where, m: re.Match[str], year: int | None) -> LogLine:
     sev = _KLOG_SEVERITY[m.group(1)]
     ts: datetime | None = None
     try:
@@ -412,8 +586,9 @@ def _from_klog(path: str, lineno: int, raw: str, m: re.Match[str], year: int | N
                       int(m.group(5)), int(m.group(6)), int((m.group(7) or "0").ljust(6, "0")), tzinfo=UTC)
     except ValueError:
         ts = None
-    return LogLine(file=path, lineno=lineno, text=raw, format="klog", ts=ts, level=m.group(1), verbosity=0,
-                   severity=sev, logger="klog", caller=m.group(8), msg=m.group(9).strip())
+    return LogLine(file=path, lineno=lineno, text=where[0], format="klog", ts=ts, level=m.group(1), verbosity=0,
+                   severity=sev, logger="klog", caller=m.group(8), msg=m.group(9).strip(), start=where[1],
+                   stop=where[2])
 
 
 def _as_text(value: Any) -> str:

@@ -25,6 +25,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from kueuediag.errors import InputError
 from kueuediag.snapshot.model import Snapshot
@@ -210,7 +211,9 @@ def metric_store(snap: Snapshot) -> MetricStore:
 
 
 def _sorted_unique(points: list[Point]) -> list[Point]:
-    points.sort(key=lambda p: p[0])
+    points.sort(key=itemgetter(0))
+    if len(set(map(itemgetter(0), points))) == len(points):
+        return points  # the common case, every timestamp once: no per-point pass
     out: list[Point] = []
     for p in points:
         if out and out[-1][0] == p[0]:
@@ -243,7 +246,12 @@ def _parse_file(
     run_head = ""
     run_points: list[Point] = []
     run_counter = False
-    for lineno, line in enumerate(lines, start=1):
+    n_lines = len(lines)
+    i = 0
+    while i < n_lines:
+        line = lines[i]
+        i += 1
+        lineno = i
         if saw_eof:
             raise InputError(f"{path}:{lineno}: data after '# EOF' (OpenMetrics ends with exactly one '# EOF' line)")
         stripped = line.rstrip("\r")
@@ -294,6 +302,8 @@ def _parse_file(
         run_points = raw[name][labels]
         run_points.append((t, value))
         run_head, run_counter = _head_of(stripped), typ == "counter"
+        if run_head:
+            i = _take_run(lines, i, run_head, run_counter, ts_scale, run_points)
     if openmetrics and not saw_eof:
         last = len(lines)
         raise InputError(f"{path}:{last}: missing final '# EOF' line (required by OpenMetrics and promtool)")
@@ -306,6 +316,43 @@ def _head_of(line: str) -> str:
         return ""
     close = line.rfind("}")
     return line[:close + 1] if close >= 0 else line[:line.find(" ")]
+
+
+_RUN_BODY = re.compile(r"(?:[0-9.eE+-]+ [0-9.eE+-]+\n)*")
+"""the lines of a run after their head: a plain number and a plain timestamp each (no NaN, Inf or exemplar)"""
+
+
+def _take_run(lines: list[str], start: int, head: str, counter: bool, ts_scale: float,
+              points: list[Point]) -> int:
+    """Append the points of the lines from `start` on that repeat `head` (a range query's series), all at once
+    when every one of them is ``head value timestamp`` with plain numbers; return the index of the first line not
+    taken (`start` when they are not all plain: the line-by-line path then reads and checks each one).
+
+    Over the characters ``0-9 . e E + -`` Python's `float` accepts exactly what `_NUMBER` matches, so the
+    conversion checks what the line-by-line path checks (a token it refuses sends the run back there)."""
+    prefix = head + " "
+    end = start
+    n = len(lines)
+    while end < n and lines[end].startswith(prefix):
+        end += 1
+    if end - start < 2:
+        return start
+    k = len(prefix)
+    body = "\n".join([ln[k:] for ln in lines[start:end]]) + "\n"
+    if _RUN_BODY.fullmatch(body) is None:
+        return start
+    tokens = body.split()
+    try:
+        values = list(map(float, tokens[0::2]))
+        stamps = list(map(float, tokens[1::2]))
+    except ValueError:
+        return start
+    if counter and values and min(values) < 0:
+        return start  # the line-by-line path reports the negative counter sample
+    if ts_scale != 1.0:
+        stamps = [t * ts_scale for t in stamps]
+    points.extend(zip(stamps, values, strict=True))
+    return end
 
 
 def _run_point(rest: str, ts_scale: float, default_time: float | None) -> Point | None:

@@ -126,8 +126,19 @@ class Snapshot:
         self._origins: dict[int, str] = dict(raw.origins)
         self.warnings: list[str] = list(raw.warnings)
         """input read in a degraded way (replaced bytes, skipped files, cut logs): shown with the verdict"""
-        for obj in raw.objects:
-            self._add(obj)
+        checked: set[tuple[str, str]] = set()
+        """(kind, apiVersion) pairs of held records already found readable: a List holds one pair 50,000 times"""
+        for entry in raw.objects:
+            if type(entry) is Held:
+                kind = entry.kind
+                if kind in DROPPED_KINDS:
+                    continue
+                if (kind, entry.api_version) not in checked:
+                    self._check_version(kind, entry.api_version, entry, entry.origin)
+                    checked.add((kind, entry.api_version))
+                self._index(entry)
+            else:
+                self._add(entry)
         self.metrics_text = raw.metrics
         self.logs_text = raw.logs
         self.now = now or self.manifest.captured_at or self._newest_timestamp()

@@ -26,17 +26,13 @@ from kueuediag import jsonload
 from kueuediag.errors import InputError, clip, shown
 from kueuediag.snapshot.held import Held, OpenFile, split_list
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, FLAG_NAMES, Limits
+from kueuediag.yamlload import LOADER, safe_load_all
 
 FORMAT = "kueuediag-snapshot/v1"
 OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
 METRIC_SUFFIXES = (".om", ".txt", ".prom")
 LOG_SUFFIXES = (".log", ".txt", ".jsonl")
 LAYOUT_TOPS = ("objects", "metrics", "logs")
-
-try:  # libyaml is ~10x faster; fall back to the pure-Python loader.
-    _YamlLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _YamlLoader = yaml.SafeLoader
 
 _ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s\[\]{},]")
 _PARSE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, yaml.YAMLError)
@@ -425,7 +421,7 @@ def _parse_documents(rel: str, data: bytes, limits: Limits) -> list[dict[str, An
         try:
             if "&" in text and _ANCHOR.search(text):
                 _check_aliases(rel, text, limits.max_alias_nodes)
-            docs = list(yaml.load_all(text, Loader=_YamlLoader))
+            docs = list(safe_load_all(text))
         except InputError:
             raise
         except _PARSE_ERRORS as exc:
@@ -445,7 +441,7 @@ def _check_aliases(rel: str, text: str, limit: int) -> None:
 
     The composed node graph shares aliased nodes, so its expanded size is computed in time linear in the graph.
     """
-    for doc in yaml.compose_all(text, Loader=_YamlLoader):
+    for doc in yaml.compose_all(text, Loader=LOADER):
         if doc is None:
             continue
         sizes: dict[int, int] = {}

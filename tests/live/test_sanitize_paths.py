@@ -1,0 +1,145 @@
+"""Every place a pod spec can carry an environment value or a token, planted in the objects the local API server
+serves, is gone from every byte `snapshot -A` and `why --save` write — while the structure around it (the
+variable names, `valueFrom` references, the projected token's volume) is kept for the diagnosis.
+
+Covered: containers, initContainers and ephemeralContainers of Pods; pod templates of Jobs, JobSets
+(replicatedJobs), RayJobs (head group, worker groups, submitter pod) and Workloads (podSets); `envFrom`;
+`value` next to `valueFrom`; last-applied-configuration annotations holding env on the object and on its pod
+template; a projected service-account token used in a shell command and copied into an env value.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from kueuediag.live import LiveOptions, collect_for_why, take_snapshot
+from kueuediag.live.write import write_snapshot
+from kueuediag.snapshot.reader import RawSnapshot
+from tests.live.conftest import ServerFactory
+
+S = {k: f"Vq{k}S3cr3t{k}Z" for k in ("jobinit", "podinit", "ephemeral", "jobset", "rayhead", "rayworker",
+                                      "raysubmitter", "envfrom", "valuefrom", "lastapplied", "templateapplied",
+                                      "jwtcmd", "jwtenv", "wlmain", "wlinit")}
+"""one planted value per path, so a failure names the path that leaked"""
+JWT = "eyJhbGciOiJSUzI1NiIsImtpZCI6IjEyMyJ9.eyJzdWIiOiJzeXN0ZW06c2EifQ."
+RAY_UID = "7d1e2c3b-0a9f-4e8d-b7c6-5a4b3c2d1e0f"
+JOBSET_UID = "5f0e8a52-4d0c-4c55-8f1a-7f0b9a9f0c11"
+
+
+def _container(name: str, secret: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "image": "python:3.11", "env": [{"name": f"{name.upper()}_DB_URL", "value": secret}],
+            **extra}
+
+
+def _template(main_secret: str, init_secret: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [_container("main", main_secret)]}
+    if init_secret is not None:
+        spec["initContainers"] = [_container("setup", init_secret)]
+    return {"metadata": {"labels": {"app": "x"}}, "spec": spec}
+
+
+def _owned_workload(base: dict[str, Any], name: str, kind: str, api: str, owner: str, uid: str) -> dict[str, Any]:
+    wl = copy.deepcopy(base)
+    wl["metadata"]["name"] = name
+    wl["metadata"]["uid"] = f"{uid[:-4]}beef"
+    wl["metadata"]["ownerReferences"] = [{"apiVersion": api, "kind": kind, "name": owner, "uid": uid,
+                                          "controller": True}]
+    wl["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": uid}
+    return wl
+
+
+def plant(raw: RawSnapshot) -> list[dict[str, Any]]:
+    objs = [copy.deepcopy(o) for o in raw.dicts()]
+    job = next(o for o in objs if o["kind"] == "Job" and o["metadata"]["name"] == "llm-finetune")
+    template = job["spec"]["template"]
+    template["spec"]["initContainers"] = [_container("setup", S["jobinit"])]
+    main = template["spec"]["containers"][0]
+    main["envFrom"] = [{"prefix": S["envfrom"], "secretRef": {"name": "training-secrets"}}]
+    main.setdefault("env", []).append({"name": "DB_PASSWORD", "value": S["valuefrom"],
+                                       "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}})
+    job["metadata"].setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = json.dumps(
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "env": [
+            {"name": "DB_URL", "value": S["lastapplied"]}]}]}}}})
+    template.setdefault("metadata", {}).setdefault("annotations", {})[
+        "kubectl.kubernetes.io/last-applied-configuration"] = json.dumps({"env": [{"value": S["templateapplied"]}]})
+
+    pod = next(o for o in objs if o["kind"] == "Pod" and o["metadata"].get("namespace") == "team-a")
+    spec = pod["spec"]
+    spec["initContainers"] = [_container("setup", S["podinit"])]
+    spec["ephemeralContainers"] = [_container("debugger", S["ephemeral"], targetContainerName="main")]
+    spec.setdefault("volumes", []).append({"name": "vault-token", "projected": {"sources": [
+        {"serviceAccountToken": {"audience": "vault", "expirationSeconds": 3600, "path": "token"}}]}})
+    spec["containers"][0]["command"] = ["sh", "-c", f"curl -H 'Authorization: Bearer {JWT}{S['jwtcmd']}' "
+                                                     "https://vault.example/v1/login"]
+    spec["containers"][0].setdefault("env", []).append({"name": "VAULT_SA_JWT", "value": JWT + S["jwtenv"]})
+
+    base = next(o for o in objs if o["kind"] == "Workload" and o["metadata"]["name"].startswith("job-llm-finetune"))
+    base["spec"]["podSets"][0]["template"] = _template(S["wlmain"], S["wlinit"])
+    objs.append({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                 "metadata": {"name": "sweep", "namespace": "team-a", "uid": JOBSET_UID,
+                              "creationTimestamp": "2026-11-20T09:15:00Z",
+                              "labels": {"kueue.x-k8s.io/queue-name": "team-a-queue"}},
+                 "spec": {"suspend": True, "replicatedJobs": [
+                     {"name": "workers", "replicas": 2, "template": {"spec": {"template": _template(S["jobset"])}}}]}})
+    objs.append(_owned_workload(base, "jobset-sweep-1a2b3", "JobSet", "jobset.x-k8s.io/v1alpha2", "sweep",
+                                JOBSET_UID))
+    objs.append({"apiVersion": "ray.io/v1", "kind": "RayJob",
+                 "metadata": {"name": "tune", "namespace": "team-a", "uid": RAY_UID,
+                              "creationTimestamp": "2026-11-20T09:15:00Z",
+                              "labels": {"kueue.x-k8s.io/queue-name": "team-a-queue"}},
+                 "spec": {"entrypoint": "python tune.py", "suspend": True,
+                          "submitterPodTemplate": _template(S["raysubmitter"]),
+                          "rayClusterSpec": {
+                              "headGroupSpec": {"rayStartParams": {}, "template": _template(S["rayhead"])},
+                              "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "rayStartParams": {},
+                                                    "template": _template(S["rayworker"])}]}}})
+    objs.append(_owned_workload(base, "rayjob-tune-9f8e7", "RayJob", "ray.io/v1", "tune", RAY_UID))
+    return objs
+
+
+def _written(path: Path) -> str:
+    if path.is_dir():
+        return "\n".join(p.read_text(errors="replace") for p in sorted(path.rglob("*")) if p.is_file())
+    with tarfile.open(path) as tf:
+        return "\n".join(tf.extractfile(m).read().decode(errors="replace")  # type: ignore[union-attr]
+                         for m in tf.getmembers() if m.isfile())
+
+
+def test_env_values_and_tokens_are_gone_from_every_path(api_server: ServerFactory, live_raw: RawSnapshot,
+                                                        tmp_path: Path) -> None:
+    objs = plant(live_raw)
+    with api_server(objects=objs) as srv:
+        srv.cluster.resources.append(("ray.io", "v1", "RayJob", "rayjobs", True))
+        o = LiveOptions(kubeconfig=str(srv.kubeconfig(tmp_path)))
+        saved = write_snapshot(collect_for_why("job/llm-finetune", "team-a", o), tmp_path / "why-save")
+        full = take_snapshot(tmp_path / "all.tar.gz", LiveOptions(kubeconfig=str(srv.kubeconfig(tmp_path)))).path
+        as_dir = take_snapshot(tmp_path / "all-dir", LiveOptions(kubeconfig=str(srv.kubeconfig(tmp_path)))).path
+    for path in (saved, full, as_dir):
+        text = _written(path)
+        leaked = sorted(k for k, v in S.items() if v in text)
+        assert leaked == [], f"{path.name}: planted values survived in {leaked}"
+        assert JWT not in text, f"{path.name}: the service-account token survived"
+        assert "kubectl.kubernetes.io/last-applied-configuration" not in text
+    text = _written(full)
+    # every planted object was read, and what the diagnosis needs around the values is kept
+    for kept in ('"kind":"RayJob"', '"kind":"JobSet"', '"SETUP_DB_URL"', '"DEBUGGER_DB_URL"', '"MAIN_DB_URL"',
+                 '"secretKeyRef":{"name":"db","key":"password"}', '"serviceAccountToken":{"audience":"vault"',
+                 '"workerGroupSpecs"', '"submitterPodTemplate"', "Authorization: <redacted>"):
+        assert kept in text, kept
+    assert '"envFrom"' not in text
+
+
+def test_a_remembered_argument_is_redacted_by_its_position_not_by_its_text() -> None:
+    """The per-argument memo keeps what an argument is; whether it is a secret flag's value depends on the
+    argument before it, every time."""
+    from kueuediag.live.sanitize import REDACTED, sanitize_args
+
+    args = ["--token", "v1", "v1", "-p", "v1", "--steps", "v1", "--db-pass=v1", "v1"]
+    want = ["--token", REDACTED, "v1", "-p", REDACTED, "--steps", "v1", f"--db-pass={REDACTED}", "v1"]
+    assert sanitize_args(args) == want
+    assert sanitize_args(args) == want  # the same answer from the memo
+    assert sanitize_args(["v1", "--token"]) == ["v1", "--token"]
