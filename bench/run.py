@@ -12,7 +12,9 @@ one machine, so the ratios between them hold even when the machine is busy:
                    the fastest honest way to read the snapshot
   why              ``kueuediag why workload/<pending target> --from DIR -o json``
   health           ``kueuediag health --from DIR -A -o json``                (when the command exists)
-  all-pending      ``kueuediag health --from DIR -A --all-pending -o jsonl`` (when the command exists)
+  all-pending      ``kueuediag health --from DIR -A --all-pending -o jsonl`` (when the command exists); it forks
+                   workers on a multi-core machine, so the peak memory of its whole process tree is sampled too,
+                   and it is run again with ``--jobs 1`` (one process; the documents must be the same)
   per target       ms per pending target inside one process (the snapshot loaded once), at several scales: the
                    first target is diagnosed first and reported apart (it pays for every cluster-wide analysis
                    `why` needs once); the figure is the cost of each further target
@@ -90,18 +92,77 @@ class Run:
     rss_mib: float
     stdout: str
     cpu: float = 0.0
-    """user + system CPU seconds of the process (wait4): on a busy machine wall time mostly measures the other
-    processes, CPU time much less so"""
+    """user + system CPU seconds of the process and of the children it waited for (wait4): on a busy machine
+    wall time mostly measures the other processes, CPU time much less so"""
     stderr: str = ""
+    tree_rss_mib: float = 0.0
+    """peak of the summed RSS of the process and its descendants (sampled): counts pages a forked child shares
+    copy-on-write with its parent once per process, so it overstates what the tree holds"""
+    tree_pss_mib: float = 0.0
+    """peak of the summed PSS (shared pages split among the processes sharing them): what the tree holds"""
 
 
-def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence[int] = (0, 1)) -> Run:
-    """One process, its wall time and its own peak RSS (from wait4, not the children's running maximum)."""
+class TreeMemory(threading.Thread):
+    """Samples the summed RSS and PSS of a process and all its descendants every 50 ms (Linux /proc).
+
+    A command that forks workers after loading the snapshot (`health --all-pending`) is several processes: the
+    peak RSS wait4 reports is the largest one's, not the tree's."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.rss_kib, self.pss_kib = pid, 0, 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.05):
+            self.sample()
+
+    def tree(self) -> list[int]:
+        parents: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as fh:
+                        parents[int(entry)] = int(fh.read().rsplit(b")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    pass
+        out, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo.extend(child for child, parent in parents.items() if parent == pid)
+        return out
+
+    def sample(self) -> None:
+        rss = pss = 0
+        for pid in self.tree():
+            try:
+                with open(f"/proc/{pid}/smaps_rollup") as fh:
+                    for line in fh:
+                        if line.startswith("Rss:"):
+                            rss += int(line.split()[1])
+                        elif line.startswith("Pss:"):
+                            pss += int(line.split()[1])
+            except (OSError, ValueError):
+                pass
+        self.rss_kib, self.pss_kib = max(self.rss_kib, rss), max(self.pss_kib, pss)
+
+
+def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence[int] = (0, 1),
+             tree: bool = False) -> Run:
+    """One process, its wall time and its own peak RSS (from wait4, not the children's running maximum); with
+    `tree`, also the sampled peak RSS and PSS of the whole process tree."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+        sampler = TreeMemory(proc.pid) if tree and os.path.exists("/proc/self/smaps_rollup") else None
+        if sampler is not None:
+            sampler.start()
         assert proc.stderr is not None
         err = proc.stderr.read()
+        if sampler is not None:
+            sampler.done.set()
+            sampler.join()
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -109,12 +170,14 @@ def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence
             sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err.decode(errors='replace')[-2000:]}")
         out.seek(0)
         return Run(elapsed, usage.ru_maxrss / 1024, out.read().decode(), usage.ru_utime + usage.ru_stime,
-                   err.decode(errors="replace"))
+                   err.decode(errors="replace"), (sampler.rss_kib / 1024) if sampler else 0.0,
+                   (sampler.pss_kib / 1024) if sampler else 0.0)
 
 
-def best(cmd: Sequence[str], repeat: int, env: dict[str, str] | None = None) -> Run:
-    runs = [run_once(cmd, env) for _ in range(repeat)]
-    return Run(min(r.seconds for r in runs), max(r.rss_mib for r in runs), runs[-1].stdout, min(r.cpu for r in runs))
+def best(cmd: Sequence[str], repeat: int, env: dict[str, str] | None = None, tree: bool = False) -> Run:
+    runs = [run_once(cmd, env, tree=tree) for _ in range(repeat)]
+    return Run(min(r.seconds for r in runs), max(r.rss_mib for r in runs), runs[-1].stdout, min(r.cpu for r in runs),
+               tree_rss_mib=max(r.tree_rss_mib for r in runs), tree_pss_mib=max(r.tree_pss_mib for r in runs))
 
 
 def snapshot_bytes(snap: Path) -> int:
@@ -169,14 +232,30 @@ def measure_snapshot(snap: Path, repeat: int, quick: bool) -> None:
         print(f"health          {health.seconds:9.2f} s    {ratio(health.seconds, floor.seconds, 3.0)}   "
               f"peak RSS {health.rss_mib:7.0f} MiB = {health.rss_mib / size_mib:4.2f}× the snapshot (target ≤ 3.0×)   "
               f"{cpu(health, floor)}")
-        allp = best(kd("health", "--from", str(snap), "-A", "--all-pending", "-o", "jsonl", "--exit-zero"), repeat)
+        allp = best(kd("health", "--from", str(snap), "-A", "--all-pending", "-o", "jsonl", "--exit-zero"), repeat,
+                    tree=True)
         lines = sum(1 for line in allp.stdout.splitlines() if line.strip())
         print(f"all-pending     {allp.seconds:9.2f} s    {ratio(allp.seconds, floor.seconds, 4.0)}   "
-              f"{lines} results   peak RSS {allp.rss_mib:7.0f} MiB   {cpu(allp, floor)}")
+              f"{lines} results   peak RSS {allp.rss_mib:7.0f} MiB (largest process), whole tree "
+              f"{allp.tree_rss_mib:7.0f} MiB RSS / {allp.tree_pss_mib:7.0f} MiB PSS   {cpu(allp, floor)}")
+        one = best(kd("health", "--from", str(snap), "-A", "--all-pending", "-o", "jsonl", "--exit-zero", "-j", "1"),
+                   repeat, tree=True)
+        print(f"  in one process {one.seconds:8.2f} s    {ratio(one.seconds, floor.seconds, 4.0)}   "
+              f"peak RSS {one.rss_mib:7.0f} MiB   {cpu(one, floor)}   (--jobs 1; the same output)")
+        if one.stdout != allp.stdout and _without_timings(one.stdout) != _without_timings(allp.stdout):
+            sys.exit("all-pending printed different documents with --jobs 1")
     else:
         print("health          (no `health` command in this build)")
     if not quick:
         measure_live(snap, repeat)
+
+
+def _without_timings(text: str) -> list[Any]:
+    docs = [json.loads(line) for line in text.splitlines()]
+    for doc in docs:
+        for check in doc["checks"]:
+            check.pop("durationMs", None)
+    return docs
 
 
 def per_target_ms(snap: Path, count: int) -> tuple[int, float, float]:

@@ -9,6 +9,7 @@ finding (kueuediag.merge), and the verdict carries a confidence that drops when 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -79,9 +80,15 @@ def select_checks(classes: Sequence[type[Check]], settings: Settings) -> list[Ch
     return chosen
 
 
+@functools.cache
+def _run_fields(cls: type[Check]) -> dict[str, Any]:
+    """The fields every run of a check class starts with (class-level metadata, worked out once per class)."""
+    return {"code": cls.code, "check": cls.name, "family": cls.family()}
+
+
 def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
     """Run one check isolated and timed, and turn whatever it returned or raised into an honest CheckRun."""
-    base: dict[str, Any] = {"code": check.code, "check": check.name, "family": check.family()}
+    base = _run_fields(type(check))
     for part in check.requires:
         why = snap.part_unavailable(part)
         if why:
@@ -108,7 +115,8 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
     except Exception as exc:  # isolation: one broken check must not break the diagnosis
         result = CheckResult(outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}")
     elapsed = (time.perf_counter() - start) * 1000
-    return CheckRun(**base, **dict(result), duration_ms=round(elapsed, 2))
+    # a CheckResult's fields are its __dict__ (no extras: the models forbid them), read without pydantic's iterator
+    return CheckRun(**base, **result.__dict__, duration_ms=round(elapsed, 2))
 
 
 def is_target_object(exc: MalformedObject, target: Target) -> bool:
@@ -222,7 +230,7 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
     return Verdict(
         workload=info, cause=cause, layer=layer, headline=headline(ranked, info, blind),
         findings=tuple(ranked), runs=tuple(runs),
-        captured_at=snap.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        captured_at=snap.memo(("captured-at", snap.now), lambda: snap.now.strftime("%Y-%m-%dT%H:%M:%SZ")),
         snapshot_errors=tuple(f"{what}: {err}" for what, err in snap.manifest.errors),
         snapshot_warnings=tuple(snap.warnings),
         confidence=confidence, unseen=tuple(unseen), first_fix=first_fix(r.finding for r in ranked),
@@ -233,14 +241,13 @@ def _with_verified_fixes(snap: Snapshot, target: Target, classes: Sequence[type[
                          ranked: Sequence[RankedFinding]) -> list[RankedFinding]:
     # Only the check that found a cause decides whether a fix removes it, so only that check is run again (with
     # no select/ignore: a filtered-out check would look like a cured cause).
-    plain = dataclasses.replace(settings, select=[], ignore=[])
-
     def again(patched: Snapshot, code: str) -> list[Finding]:
         try:
             moved = resolve(patched, target.query, target.namespace)
         except KueuediagError:  # the fix removed the target itself: nothing left to be pending
             return []
         owner = [c for c in classes if c.code == code]
+        plain = dataclasses.replace(settings, select=[], ignore=[])
         verdict = diagnose(patched, moved, owner, plain, verify_fixes=False)
         return [r.finding for r in verdict.findings]
 

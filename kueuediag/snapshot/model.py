@@ -285,9 +285,10 @@ class Snapshot:
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
         """Compute-once cache shared by all checks (analyses are pure functions of the snapshot)."""
-        if key not in self._memo:
-            self._memo[key] = compute()
-        result: T = self._memo[key]
+        try:
+            result: T = self._memo[key]  # one lookup when present: it is asked a few hundred times per target
+        except KeyError:
+            result = self._memo[key] = compute()
         return result
 
     # --- parts -------------------------------------------------------------------------------------------
