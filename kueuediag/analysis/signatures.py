@@ -113,8 +113,11 @@ class Signature:
 
     def group_key(self, line: LogLine) -> str:
         if self.per == "workload":
-            ref = line.workload
-            return f"{ref[0]}/{ref[1]}" if ref and ref[0] else (ref[1] if ref else "")
+            workloads = line.workloads
+            if not workloads:
+                return ""
+            namespace, name = workloads[0]
+            return f"{namespace}/{name}" if namespace else name
         if self.per == "clusterQueue":
             return line.cluster_queue or ""
         return ""

@@ -259,18 +259,11 @@ _Where = tuple[str, int, int]
 _UNSET = msgspec.UNSET
 
 
-class _Obj(msgspec.Struct, frozen=True, gc=False):
-    """An object a JSON line names, as `_ref` and `_workload_refs` read it: name, namespace and kind alone (any
-    other key is skipped). Hashable: what a set of references names is worked out once per file."""
-
-    name: str | None | msgspec.UnsetType = _UNSET
-    namespace: str | None | msgspec.UnsetType = _UNSET
-    kind: str | None | msgspec.UnsetType = _UNSET
-
-
 _Text = str | None | msgspec.UnsetType
 _Time = str | float | None | msgspec.UnsetType
-_RefValue = str | _Obj | None
+_RefValue = msgspec.Raw
+_NO_VALUE = msgspec.Raw()
+"""an absent reference key (a present one is its JSON text, ``null`` included)"""
 
 
 class _Head(msgspec.Struct, gc=False):
@@ -278,9 +271,11 @@ class _Head(msgspec.Struct, gc=False):
     (`_REF_KEYS`, then the name and namespace the workload and cluster-queue loggers write).
 
     `_HEAD` decodes a line into it reading these keys alone (the others are skipped in C, and a line's fields are
-    not kept: see `LogLine.kept_fields`); a line whose values have other shapes (a number as message, a
-    reference that is a list...) is read the general way, into a dict, and `_head_of` makes the same from it.
-    A core key that is absent is UNSET; a reference that is absent is None, as the readers take a null one.
+    not kept: see `LogLine.kept_fields`): the core values as text (a time also as a number), the references as
+    the JSON text they are written as (`_PerFile.of_head` reads each distinct one once). A line msgspec refuses,
+    or whose core values have other shapes (a number as level...), is read the general way, into a dict, and
+    `_head_of` makes a head from it (its references as parsed values). An absent core key is UNSET, an absent
+    reference `_NO_VALUE`.
     """
 
     level: _Text = _UNSET
@@ -296,21 +291,21 @@ class _Head(msgspec.Struct, gc=False):
     error: _Text = _UNSET
     stacktrace: _Text = _UNSET
     # _WORKLOAD_KEYS, _EVENT_OBJECT_KEYS, _CQ_KEYS in that order, then name and namespace (`_REFS_AT`)
-    workload: _RefValue = None
-    Workload: _RefValue = None
-    preemptingWorkload: _RefValue = None  # noqa: N815 - the key as Kueue writes it
-    targetWorkload: _RefValue = None  # noqa: N815
-    wl: _RefValue = None
-    object: _RefValue = None
-    involvedObject: _RefValue = None  # noqa: N815
-    regarding: _RefValue = None
-    clusterQueue: _RefValue = None  # noqa: N815
-    ClusterQueue: _RefValue = None
-    cluster_queue: _RefValue = msgspec.field(default=None, name="cluster-queue")
-    targetClusterQueue: _RefValue = None  # noqa: N815
-    cq: _RefValue = None
-    name: str | None = None
-    namespace: str | None = None
+    workload: _RefValue = _NO_VALUE
+    Workload: _RefValue = _NO_VALUE
+    preemptingWorkload: _RefValue = _NO_VALUE  # noqa: N815 - the key as Kueue writes it
+    targetWorkload: _RefValue = _NO_VALUE  # noqa: N815
+    wl: _RefValue = _NO_VALUE
+    object: _RefValue = _NO_VALUE
+    involvedObject: _RefValue = _NO_VALUE  # noqa: N815
+    regarding: _RefValue = _NO_VALUE
+    clusterQueue: _RefValue = _NO_VALUE  # noqa: N815
+    ClusterQueue: _RefValue = _NO_VALUE
+    cluster_queue: _RefValue = msgspec.field(default=_NO_VALUE, name="cluster-queue")
+    targetClusterQueue: _RefValue = _NO_VALUE  # noqa: N815
+    cq: _RefValue = _NO_VALUE
+    name: _RefValue = _NO_VALUE
+    namespace: _RefValue = _NO_VALUE
 
 
 _HEAD = msgspec.json.Decoder(_Head)
@@ -382,15 +377,16 @@ class _PerFile:
         return self._answers.setdefault(named, named) if named != _NAMED_NONE else _NAMED_NONE
 
     def of_head(self, head: _Head, logger: str) -> _Named:
-        """`of_fields` of the head's references."""
+        """`of_fields` of the references of a head `_HEAD` decoded, each parsed by the parser the whole line goes
+        through (the same values), once per distinct text."""
         values = msgspec.structs.astuple(head)[_REFS_AT:]
         key = (logger, _REFS_KEY.encode(values))
         named = self._by_head.get(key)
         if named is None:
             if len(self._by_head) >= self._MAX:
                 self._by_head.clear()
-            fields = {k: msgspec.to_builtins(v) for k, v in zip(_HEAD_REF_KEYS, values, strict=True)
-                      if v is not None}
+            fields = {k: jsonload.loads(memoryview(v)) for k, v in zip(_HEAD_REF_KEYS, values, strict=True)
+                      if len(v)}
             named = self._by_head[key] = self.of_fields(fields, logger)
         return named
 
@@ -404,10 +400,11 @@ def parse_log_text(path: str, text: str, year: int | None = None) -> list[LogLin
     for i, chunk in enumerate(text.splitlines(keepends=True), start=1):
         start, pos = pos, pos + len(chunk)
         line = chunk.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
-        if not line.strip():
+        stripped = line.strip()
+        if not stripped:
             continue
         # the line's text is a slice of the file's (kept by the snapshot anyway), not a copy of it
-        out.append(_parse(path, i, line, year, file, (text, start, start + len(line))))
+        out.append(_parse(path, i, line, year, file, (text, start, start + len(line)), stripped))
     return out
 
 
@@ -416,14 +413,18 @@ def parse_log_line(path: str, lineno: int, line: str, year: int | None = None) -
     return _parse(path, lineno, line, year, _PerFile(), (line, 0, -1))
 
 
-def _parse(path: str, lineno: int, line: str, year: int | None, file: _PerFile, where: _Where) -> LogLine:
+def _parse(path: str, lineno: int, line: str, year: int | None, file: _PerFile, where: _Where,
+           stripped: str | None = None) -> LogLine:
+    """One line; `stripped` is ``line.strip()`` when the caller has it."""
     body = line
     prefix_ts: datetime | None = None
     m = _TS_PREFIX.match(body) if body[:1].isdigit() else None
     if m:  # kubectl logs --timestamps
         prefix_ts = parse_time_lenient(m.group(1))
         body = body[m.end():]
-    stripped = body.strip()
+        stripped = body.strip()
+    elif stripped is None:
+        stripped = body.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         head = _read_head(stripped)
         if head is not None:
