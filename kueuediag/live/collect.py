@@ -25,9 +25,8 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from kueuediag.analysis.messages import PendingMessage, ReasonKind, parse_pending_message
 from kueuediag.errors import ClusterUnavailable, InputError
 from kueuediag.live.kube import (
     KUEUE_GROUP,
@@ -43,9 +42,11 @@ from kueuediag.live.kube import (
 from kueuediag.live.options import LiveOptions
 from kueuediag.live.sanitize import sanitize_log, sanitize_metrics, sanitize_owned_object
 from kueuediag.quantity import parse_quantity
-from kueuediag.snapshot.held import Held
-from kueuediag.snapshot.model import DROPPED_KINDS
+from kueuediag.snapshot.held import DROPPED_KINDS, Held
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
+
+if TYPE_CHECKING:
+    from kueuediag.analysis.messages import PendingMessage
 
 T = TypeVar("T")
 
@@ -677,6 +678,9 @@ def _reserves(cq: dict[str, Any] | None, flavor: str, resource: str | None) -> b
 
 def _pending_messages(targets: list[dict[str, Any]]) -> list[tuple[str, PendingMessage]]:
     """(reason, parsed message) of each target's QuotaReserved=False condition."""
+    # `why` only: `snapshot` never parses a message, and the parser's tables cost a third of a second to import
+    from kueuediag.analysis.messages import parse_pending_message
+
     out = []
     for w in targets:
         for cond in (w.get("status") or {}).get("conditions") or ():
@@ -688,6 +692,8 @@ def _pending_messages(targets: list[dict[str, Any]]) -> list[tuple[str, PendingM
 def _awaits_preemption(targets: list[dict[str, Any]]) -> bool:
     """Whether a target waits for preempted workloads (its victims, which `why` names, may be anywhere in the
     cohort tree)."""
+    from kueuediag.analysis.messages import ReasonKind
+
     return any(pm.preempting or pm.has(ReasonKind.OVERLAPPING_TARGETS, ReasonKind.OVERLAPPING_DEFERRED)
                or reason == "WaitingForPreemptedWorkloads" for reason, pm in _pending_messages(targets))
 
@@ -696,6 +702,8 @@ def _cohort_holder_queues(target_cqs: set[str], tree_cqs: set[str], targets: lis
                           by_name: dict[str, dict[str, Any]]) -> set[str]:
     """ClusterQueues of the tree whose Workloads `why` names as the cohort's holders: those holding a (flavor,
     resource) the target's pending message says is short, when the target's own ClusterQueue holds none of it."""
+    from kueuediag.analysis.messages import ReasonKind
+
     short = {(r.flavor, r.resource) for _, pm in _pending_messages(targets)
              for r in pm.of(ReasonKind.INSUFFICIENT_UNUSED_QUOTA) if r.flavor}
     out: set[str] = set()

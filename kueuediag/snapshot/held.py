@@ -28,6 +28,8 @@ import msgspec
 
 from kueuediag import jsonload
 
+DROPPED_KINDS = frozenset({"Secret"})
+"""Never kept in memory, even when a user's dump contains them (and never read from a cluster)."""
 HELD_KINDS = frozenset({"Workload", "Pod", "Job", "Event"})
 INDEXED_LABELS = ("kueue.x-k8s.io/job-uid", "kueue.x-k8s.io/pod-group-name", "control-plane", "app.kubernetes.io/name")
 """The labels a Held record keeps: the ones the indexes are keyed by (the object keeps all of them)."""

@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from kueuediag.errors import InputError, MalformedObject, clip, shown
-from kueuediag.snapshot.held import HELD_KINDS, LAST_APPLIED, Held, held_of
+from kueuediag.snapshot.held import DROPPED_KINDS, HELD_KINDS, LAST_APPLIED, Held, held_of
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, Limits
 from kueuediag.snapshot.reader import RawSnapshot
 from kueuediag.timeutil import parse_time, parse_time_lenient
@@ -65,8 +65,6 @@ SHAPES: dict[str, tuple[str, ...]] = {
 LAZY_SHAPE_KINDS = HELD_KINDS
 """Bulk kinds: their shapes are checked only when building a view fails (see `malformed`), keeping loads fast."""
 _TYPES: dict[str, tuple[type, ...]] = {"dict": (dict,), "list": (list,), "int": (int,), "str": (str,)}
-DROPPED_KINDS = {"Secret"}
-"""Never kept in memory, even when a user's dump contains them."""
 
 
 class Part(str, Enum):

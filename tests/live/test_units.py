@@ -207,3 +207,20 @@ def test_live_core_imports_no_heavy_or_cli_libraries() -> None:
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_the_snapshot_path_imports_neither_the_analyses_nor_the_loader() -> None:
+    """`kueuediag snapshot` collects, sanitises and writes: the message parser's tables and the snapshot
+    loader (a third of a second of imports) are for `why`, imported by the functions that use them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, kueuediag.live.collect, kueuediag.live.write, kueuediag.live.sanitize; "
+            "print(','.join(sorted(m for m in sys.modules if m.startswith(('kueuediag.analysis', "
+            "'kueuediag.snapshot.loader', 'kueuediag.snapshot.logs', 'kueuediag.snapshot.metrics', "
+            "'kueuediag.snapshot.model')))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+    code = "import kueuediag.snapshot as s; print(s.Snapshot.__name__, s.load_snapshot.__name__, s.Part.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["Snapshot", "load_snapshot", "Part"]
