@@ -172,3 +172,17 @@ def test_a_queue_whose_worker_died_is_diagnosed_by_the_main_process(bench_dir: P
     assert forked[0] == serial[0] == 0
     assert [comparable(json.loads(x)) for x in forked[1].splitlines()] == \
         [comparable(json.loads(x)) for x in serial[1].splitlines()]
+
+
+@pytest.mark.parametrize(("load", "cpus", "jobs"), [(0.4, 2, 2), (1.9, 2, 2), (2.0, 2, 1), (5.5, 2, 1), (3.0, 8, 8),
+                                                    (0.0, 1, 1)])
+def test_workers_are_forked_only_onto_cpus_with_room(monkeypatch: pytest.MonkeyPatch, load: float, cpus: int,
+                                                     jobs: int) -> None:
+    """On a machine whose CPUs are already busy a second process only slows the scan (docs/performance.md)."""
+    import os
+
+    from kueuediag.health.workers import auto_jobs
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cpus)))
+    assert auto_jobs() == jobs

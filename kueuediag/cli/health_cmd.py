@@ -128,7 +128,7 @@ def register(app: typer.Typer) -> None:
             None, "--since", metavar="DURATION", help="Live: how far back for logs and metrics (2h)."),
         jobs: int | None = typer.Option(
             None, "--jobs", "-j", min=1, metavar="N",
-            help="Processes diagnosing heads (default: one per CPU for 200+ heads; output identical)."),
+            help="Processes diagnosing heads (default: one per idle CPU for 200+ heads; output identical)."),
         cluster: dict[str, Any] | None = None,
     ) -> None:
         """Fleet health: every ClusterQueue, flavor and stuck object, and each queue's pending head."""

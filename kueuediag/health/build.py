@@ -25,7 +25,7 @@ from kueuediag.health.queues import (
 from kueuediag.health.rates import rate_items, rate_rows
 from kueuediag.health.scope import scope_of
 from kueuediag.health.stuck import known_issue_items, system_items, workload_items
-from kueuediag.health.workers import HeadPool, HeadSink, can_fork, usable_cpus
+from kueuediag.health.workers import HeadPool, HeadSink, auto_jobs, can_fork
 from kueuediag.snapshot.model import Part, Snapshot
 
 _REQUIRES: dict[str, tuple[Part, ...]] = {
@@ -62,8 +62,8 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
     report keeps the verdicts only with `keep_verdicts` (`-o json` prints them all), else each head's summary
     and item, so memory does not grow with the verdicts of thousands of pending workloads. Without kept
     verdicts the heads may be shared among `jobs` processes (:mod:`kueuediag.health.workers`; None: one per
-    usable CPU when there are at least :data:`AUTO_JOBS_MIN_HEADS` heads); the report and the output are the
-    same either way."""
+    usable CPU when there are at least :data:`AUTO_JOBS_MIN_HEADS` heads and the CPUs have room,
+    :func:`~kueuediag.health.workers.auto_jobs`); the report and the output are the same either way."""
     sel = select_health(classes, settings)
     scope = scope_of(snap, namespaces)
     report = HealthReport(
@@ -159,7 +159,7 @@ def diagnosed(queue_heads: QueueHeads, sink: HeadSink | None, cq: str,
 def _pool(queue_heads: QueueHeads, queues: list[str], sink: HeadSink | None, jobs: int | None) -> HeadPool | None:
     """Fork the workers now (before any analysis: each works out what its heads need, as `why` would), or None
     when one process will do (one job, no fork, fewer than two queues with heads, too few heads for `None`)."""
-    wanted = usable_cpus() if jobs is None else jobs
+    wanted = auto_jobs() if jobs is None else jobs
     if wanted < 2 or not can_fork():
         return None
     try:  # each queue's order, worked out once here and inherited by every worker
