@@ -419,6 +419,8 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
     by_msg: dict[str, tuple[tuple[Signature, ...], tuple[Signature, ...], tuple[Signature, ...]]] = {}
     hints_in: dict[int, tuple[str, tuple[str, ...]]] = {}
     """id of a text → (the text, kept so that its id is not reused while the scan runs; the hints it holds)"""
+    last_text: str | None = None
+    hints: tuple[str, ...] = ()
     for line in lines:
         msg = line.msg
         candidates = by_msg.get(msg)
@@ -436,10 +438,12 @@ def scan(lines: Iterable[LogLine], signatures: Sequence[Signature] = SIGNATURES)
                 groups[(sig.id, sig.group_key(line))].append(line)
         if not text_sigs:
             continue
-        known = hints_in.get(id(line.text))
-        if known is None:  # the lines of a file share its text (`LogLine.text`): each hint is looked for once
-            known = hints_in[id(line.text)] = (line.text, tuple(h for h in TEXT_HINTS if h in line.text))
-        hints = known[1]
+        if line.text is not last_text:
+            last_text = line.text
+            known = hints_in.get(id(last_text))
+            if known is None:  # the lines of a file share its text (`LogLine.text`): each hint is looked for once
+                known = hints_in[id(last_text)] = (last_text, tuple(h for h in TEXT_HINTS if h in last_text))
+            hints = known[1]
         if not hints:
             continue
         raw = line.raw

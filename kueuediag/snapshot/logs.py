@@ -357,7 +357,7 @@ class _PerFile:
     def __init__(self) -> None:
         self._cores: dict[tuple[str | None | msgspec.UnsetType, ...], _Core] = {}
         self._answers: dict[_Named, _Named] = {}
-        self._by_head: dict[tuple[str, bytes], _Named] = {}
+        self._by_head: dict[bytes, _Named] = {}
 
     def core(self, level: _Text, logger: _Text, caller: _Text, msg: _Text) -> _Core:
         """`_core` of a head's values (text, None or UNSET alone: no two of them are equal keys yet different
@@ -380,7 +380,7 @@ class _PerFile:
         """`of_fields` of the references of a head `_HEAD` decoded, each parsed by the parser the whole line goes
         through (the same values), once per distinct text."""
         values = msgspec.structs.astuple(head)[_REFS_AT:]
-        key = (logger, _REFS_KEY.encode(values))
+        key = _REFS_KEY.encode((logger, values))
         named = self._by_head.get(key)
         if named is None:
             if len(self._by_head) >= self._MAX:
@@ -404,7 +404,13 @@ def parse_log_text(path: str, text: str, year: int | None = None) -> list[LogLin
         if not stripped:
             continue
         # the line's text is a slice of the file's (kept by the snapshot anyway), not a copy of it
-        out.append(_parse(path, i, line, year, file, (text, start, start + len(line)), stripped))
+        where = (text, start, start + len(line))
+        if stripped[0] == "{" and stripped[-1] == "}":  # what _parse does first with a zap JSON line, without
+            head = _read_head(stripped)               # its prefix tests (a line msgspec refuses goes through it)
+            if head is not None:
+                out.append(_from_json(path, i, where, head, None, file))
+                continue
+        out.append(_parse(path, i, line, year, file, where, stripped))
     return out
 
 
