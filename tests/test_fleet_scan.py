@@ -186,3 +186,16 @@ def test_workers_are_forked_only_onto_cpus_with_room(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cpus)))
     assert auto_jobs() == jobs
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "openmetrics", "terminal"])
+def test_summary_formats_are_the_same_with_workers(bench_dir: Path, fmt: str) -> None:
+    """Formats that print each head's summary (not its verdict) get the same report from two processes."""
+    serial = scan_as(bench_dir, fmt, "1")
+    assert "team-000" in serial[1]
+    assert scan_as(bench_dir, fmt, "2") == serial
+
+
+def scan_as(snapshot: Path, fmt: str, jobs: str) -> tuple[int, str, str]:
+    return run("health", "--from", str(snapshot), "-A", "--all-pending", "-o", fmt, "--no-color", "--width", "120",
+               "--jobs", jobs)
