@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from kueuediag.snapshot.reader import RawSnapshot, read_snapshot
 from kueuediag.target import resolve
 from tests.live.conftest import LIVE_FIXTURE, ServerFactory
 from tests.live.fakeprom import FakePrometheus
+from tests.live.written import written_text
 
 S = {k: f"Zq{k}pL4nt3d{k}X" for k in ("args", "header", "shell", "env", "status", "condition", "event", "note",
                                        "template", "annotation", "label", "log", "logjson", "logurl", "metric",
@@ -76,14 +76,6 @@ def plant_secrets(raw: RawSnapshot) -> tuple[list[dict[str, Any]], dict[str, str
     return objs, logs
 
 
-def _written(path: Path) -> str:
-    if path.is_dir():
-        return "\n".join(p.read_text(errors="replace") for p in sorted(path.rglob("*")) if p.is_file())
-    with tarfile.open(path) as tf:
-        return "\n".join(tf.extractfile(m).read().decode(errors="replace")  # type: ignore[union-attr]
-                         for m in tf.getmembers() if m.isfile())
-
-
 METRIC_SERIES = [{"metric": {"__name__": "kueue_pending_workloads", "cluster_queue": "team-a", "status": "active",
                              "endpoint": f"https://scraper:{S['metric']}@10.1.2.3:8443/metrics"},
                   "values": [[1795161600, "1"]]}]
@@ -99,12 +91,12 @@ def test_planted_secrets_never_reach_a_snapshot(api_server: ServerFactory, live_
         o2 = LiveOptions(kubeconfig=str(srv.kubeconfig(tmp_path)), prometheus_url=prom.url)
         snap = take_snapshot(tmp_path / "all.tar.gz", o2, redact=redacted).path
     for path in (saved, snap):
-        text = _written(path)
+        text = written_text(path)
         assert "llm-finetune" in text or redacted  # the files were read
         leaked = sorted(kind for kind, value in S.items() if value in text)
         assert leaked == [], f"{path.name}: planted secrets survived in {leaked}"
     # the structure around the secrets survives: flags, header names, the messages' words
-    text = _written(saved)
+    text = written_text(saved)
     for kept in ("--db-pass=<redacted>", "Authorization: <redacted>", "--wandb-api-key <redacted>",
                  "db connect failed: password=<redacted>", '"password":"<redacted>"', "insufficient unused quota"):
         assert kept in text, kept
@@ -223,7 +215,7 @@ def _token(name: str) -> re.Pattern[str]:
 def test_redaction_hides_every_planted_name_and_address(tmp_path: Path) -> None:
     raw = plant_names(read_snapshot(LIVE_FIXTURE))
     red, doc = redact(raw)
-    text = _written(write_snapshot(red, tmp_path / "red"))
+    text = written_text(write_snapshot(red, tmp_path / "red"))
     left = [n for n in (*PLANTED_NAMES, *PLANTED_IPS, *PLANTED_HOSTS) if _token(n).search(text)]
     assert left == []
     for kept in KEPT_VOCABULARY:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from kueuediag.live import LiveOptions, collect_for_why, take_snapshot
 from kueuediag.live.write import write_snapshot
 from kueuediag.snapshot.reader import RawSnapshot
 from tests.live.conftest import ServerFactory
+from tests.live.written import written_text
 
 S = {k: f"Vq{k}S3cr3t{k}Z" for k in ("jobinit", "podinit", "ephemeral", "jobset", "rayhead", "rayworker",
                                       "raysubmitter", "envfrom", "valuefrom", "lastapplied", "templateapplied",
@@ -101,14 +101,6 @@ def plant(raw: RawSnapshot) -> list[dict[str, Any]]:
     return objs
 
 
-def _written(path: Path) -> str:
-    if path.is_dir():
-        return "\n".join(p.read_text(errors="replace") for p in sorted(path.rglob("*")) if p.is_file())
-    with tarfile.open(path) as tf:
-        return "\n".join(tf.extractfile(m).read().decode(errors="replace")  # type: ignore[union-attr]
-                         for m in tf.getmembers() if m.isfile())
-
-
 def test_env_values_and_tokens_are_gone_from_every_path(api_server: ServerFactory, live_raw: RawSnapshot,
                                                         tmp_path: Path) -> None:
     objs = plant(live_raw)
@@ -119,12 +111,12 @@ def test_env_values_and_tokens_are_gone_from_every_path(api_server: ServerFactor
         full = take_snapshot(tmp_path / "all.tar.gz", LiveOptions(kubeconfig=str(srv.kubeconfig(tmp_path)))).path
         as_dir = take_snapshot(tmp_path / "all-dir", LiveOptions(kubeconfig=str(srv.kubeconfig(tmp_path)))).path
     for path in (saved, full, as_dir):
-        text = _written(path)
+        text = written_text(path)
         leaked = sorted(k for k, v in S.items() if v in text)
         assert leaked == [], f"{path.name}: planted values survived in {leaked}"
         assert JWT not in text, f"{path.name}: the service-account token survived"
         assert "kubectl.kubernetes.io/last-applied-configuration" not in text
-    text = _written(full)
+    text = written_text(full)
     # every planted object was read, and what the diagnosis needs around the values is kept
     for kept in ('"kind":"RayJob"', '"kind":"JobSet"', '"SETUP_DB_URL"', '"DEBUGGER_DB_URL"', '"MAIN_DB_URL"',
                  '"secretKeyRef":{"name":"db","key":"password"}', '"serviceAccountToken":{"audience":"vault"',
