@@ -14,6 +14,11 @@ def parse_time(value: object) -> datetime | None:
     """
     if value is None or value == "":
         return None
+    if type(value) is str and len(value) == 20 and value[19] == "Z" and value[10] == "T":
+        try:  # the form Kubernetes writes (`2026-01-02T03:04:05Z`): read by the parser below, without the rewrites
+            return datetime.fromisoformat(value)
+        except ValueError:
+            pass
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if not isinstance(value, str):
