@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,15 @@ SHARED = ROOT.parent / "shared"
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def bench_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`bench/generate_large.py --scale small`, generated once per session (read-only: tests only read it)."""
+    out = tmp_path_factory.mktemp("bench") / "snap"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "generate_large.py"), str(out), "--scale", "small"],
+                   check=True, capture_output=True)
+    return out
 
 
 @pytest.fixture(autouse=True)

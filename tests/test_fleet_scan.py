@@ -11,8 +11,6 @@ check's `durationMs` (a timing) is left out.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +28,6 @@ FIXTURES = ROOT / "fixtures" / "snapshots"
 SHARED_QUEUE_FIXTURES = ["guarantee-churn", "kueue-record", "slow-pod-preemption", "queue-strictfifo",
                          "gated-deactivated", "selector-resources", "frag-h100-tas", "admission-checks"]
 """fixtures whose ClusterQueues hold several pending workloads with different verdicts or positions"""
-
-
-@pytest.fixture(scope="module")
-def bench_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bench") / "snap"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "generate_large.py"), str(out), "--scale", "small"],
-                   check=True, capture_output=True)
-    return out
 
 
 def run(*args: str) -> tuple[int, str, str]:

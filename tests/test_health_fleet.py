@@ -342,16 +342,12 @@ def test_jsonl_lines_are_why_documents() -> None:
     assert first == alone
 
 
-def test_all_pending_on_the_benchmark_snapshot(tmp_path: Path) -> None:
+def test_all_pending_on_the_benchmark_snapshot(bench_dir: Path) -> None:
     """bench/generate_large.py --scale small: every pending workload is diagnosed, one `why` document each."""
-    import sys
-
     from kueuediag.analysis.queue_order import is_pending
     from kueuediag.snapshot.kueue import workloads
 
-    out = tmp_path / "bench"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "generate_large.py"), str(out), "--scale", "small"],
-                   check=True, capture_output=True)
+    out = bench_dir
     code, text, err = run("health", "--from", str(out), "--all-pending", "-o", "jsonl", "--exit-zero")
     assert code == 0, err
     docs = [json.loads(x) for x in text.splitlines()]

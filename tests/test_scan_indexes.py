@@ -9,8 +9,6 @@ ClusterQueues on one shared snapshot after many others and compares each verdict
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -44,14 +42,6 @@ from kueuediag.target import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "snapshots"
-
-
-@pytest.fixture(scope="module")
-def bench_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bench") / "snap"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "generate_large.py"), str(out), "--scale", "small"],
-                   check=True, capture_output=True)
-    return out
 
 
 def _rate_snapshots(bench_dir: Path) -> list[Snapshot]:
