@@ -172,18 +172,8 @@ def test_snapshot_json_why_does_not_import_live_or_terminal_modules(source: str)
     the terminal renderer was imported for it."""
     target = ["job/rlhf-ppo-70b-r3", "-n", "team-alignment"] if source.startswith("example:") else [
         "job/resnet-train", "-n", "team-a"]
-    code = (
-        "import atexit, sys\n"
-        f"heavy = {SNAPSHOT_WHY_MUST_NOT_IMPORT!r}\n"
-        "def report():\n"
-        "    loaded = sorted({h for h in heavy for m in sys.modules if m == h or m.startswith(h + '.')})\n"
-        "    sys.stderr.write('HEAVY=' + ','.join(loaded) + '\\n')\n"
-        "atexit.register(report)\n"
-        f"sys.argv = ['kueuediag', 'why', *{target!r}, '--from', {source!r}, '-o', 'json', '--exit-zero']\n"
-        "from kueuediag.cli import main\n"
-        "main()\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = _run_cli_reporting_imports(SNAPSHOT_WHY_MUST_NOT_IMPORT,
+                                     ["why", *target, "--from", source, "-o", "json", "--exit-zero"])
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["verdict"]["cause"]
     assert out.stderr.strip().splitlines()[-1] == "HEAVY="
@@ -220,18 +210,7 @@ CHECKS_MUST_NOT_IMPORT = (
 def test_checks_lists_the_catalogue_without_pydantic_or_the_checks(args: list[str]) -> None:
     """`-o` is an Enum option with a default: its value is coerced without a pydantic adapter
     (cli._deferred_coercion), so `checks` imports no pydantic at all."""
-    code = (
-        "import atexit, sys\n"
-        f"heavy = {CHECKS_MUST_NOT_IMPORT!r}\n"
-        "def report():\n"
-        "    loaded = sorted({h for h in heavy for m in sys.modules if m == h or m.startswith(h + '.')})\n"
-        "    sys.stderr.write('HEAVY=' + ','.join(loaded) + '\\n')\n"
-        "atexit.register(report)\n"
-        f"sys.argv = ['kueuediag', *{args!r}]\n"
-        "from kueuediag.cli import main\n"
-        "main()\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = _run_cli_reporting_imports(CHECKS_MUST_NOT_IMPORT, args)
     assert out.returncode == 0, out.stderr
     assert "KD101" in out.stdout
     assert out.stderr.strip().splitlines()[-1] == "HEAVY="
@@ -271,3 +250,20 @@ def test_an_unset_flag_leaves_the_environment_setting_in_force(env: dict[str, st
     result = CliRunner().invoke(build_app(), args, env={"NO_COLOR": "1", **env})
     assert result.exit_code == code, result.stderr
     assert "rlhf-ppo-70b-r3 is pending" in result.stdout
+
+
+def _run_cli_reporting_imports(heavy: tuple[str, ...], args: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run `kueuediag ARGS` in a fresh interpreter that prints, as its last stderr line, which of `heavy` (and
+    their submodules) it imported: ``HEAVY=`` followed by the list, empty when none."""
+    code = (
+        "import atexit, sys\n"
+        f"heavy = {heavy!r}\n"
+        "def report():\n"
+        "    loaded = sorted({h for h in heavy for m in sys.modules if m == h or m.startswith(h + '.')})\n"
+        "    sys.stderr.write('HEAVY=' + ','.join(loaded) + '\\n')\n"
+        "atexit.register(report)\n"
+        f"sys.argv = ['kueuediag', *{args!r}]\n"
+        "from kueuediag.cli import main\n"
+        "main()\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -197,30 +197,29 @@ def test_plain_word_label_values_do_not_rewrite_kueue_messages() -> None:
     assert "insufficient unused quota for nvidia.com/gpu" in wl["status"]["conditions"][0]["message"]
 
 
-def test_live_core_imports_no_heavy_or_cli_libraries() -> None:
+def _python(code: str) -> str:
+    """What `code` prints in a fresh interpreter (what a module imports depends on what was imported before)."""
     import subprocess
     import sys
 
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_live_core_imports_no_heavy_or_cli_libraries() -> None:
     code = ("import sys, kueuediag.live, kueuediag.live.collect, kueuediag.live.kube, kueuediag.live.prom, "
             "kueuediag.live.redact, kueuediag.live.sanitize, kueuediag.live.write; "
             "print(','.join(m for m in ('kubernetes', 'prometheus_api_client', 'typer', 'rich', 'requests', 'urllib3') "
             "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    assert _python(code) == ""
 
 
 def test_the_snapshot_path_imports_neither_the_analyses_nor_the_loader() -> None:
     """`kueuediag snapshot` collects, sanitises and writes: the message parser's tables and the snapshot
     loader (a third of a second of imports) are for `why`, imported by the functions that use them."""
-    import subprocess
-    import sys
-
     code = ("import sys, kueuediag.live.collect, kueuediag.live.write, kueuediag.live.sanitize; "
             "print(','.join(sorted(m for m in sys.modules if m.startswith(('kueuediag.analysis', "
             "'kueuediag.snapshot.loader', 'kueuediag.snapshot.logs', 'kueuediag.snapshot.metrics', "
             "'kueuediag.snapshot.model')))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    assert _python(code) == ""
     code = "import kueuediag.snapshot as s; print(s.Snapshot.__name__, s.load_snapshot.__name__, s.Part.__name__)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["Snapshot", "load_snapshot", "Part"]
+    assert _python(code).split() == ["Snapshot", "load_snapshot", "Part"]
