@@ -147,6 +147,7 @@ class ReleaseState(Check):
     code = "KD401"
     name = "release-state"
     requires = (Part.WORKLOADS,)
+    reads = (Part.LOGS,)
     default_severity = Severity.HIGH
     options = {"grace_seconds": 60}
 
