@@ -5,6 +5,9 @@ A check is one class in one module with class-level metadata and a pure `run(sna
 * ``code``      – stable ``KD`` + 3 digits, never reused; the hundreds digit names the family;
 * ``name``      – a slug (``queue-existence``);
 * ``requires``  – snapshot parts it reads; the engine skips the check with a reason when one is missing;
+* ``reads``     – parts it also reads when the snapshot has them, without needing them (KD902 reads the
+  controller logs when there are any): `why` runs the checks that read the logs in a second process
+  (kueuediag.split_runs), so a plugin that reads them should say so — it is correct either way, only slower;
 * ``needs_workload`` – whether it needs a resolved Workload (False for cluster-wide checks);
 * ``default_severity`` and ``options`` (defaults of its tunables, overridable by configuration);
 * ``causes``    – a plugin's own catalog entries (this check becomes their owner) and ``docs_url``, where its
@@ -56,6 +59,7 @@ class Check(ABC):
     code: ClassVar[str]
     name: ClassVar[str]
     requires: ClassVar[tuple[Part, ...]] = ()
+    reads: ClassVar[tuple[Part, ...]] = ()
     needs_workload: ClassVar[bool] = True
     default_severity: ClassVar[Severity] = Severity.MEDIUM
     options: ClassVar[Mapping[str, Any]] = {}
@@ -228,6 +232,10 @@ def validate_check_class(cls: type[Check]) -> None:
         raise ValueError(f"{cls.__name__}: code {cls.code!r} is not 2-4 capital letters + 3 digits (e.g. XY123)")
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", cls.name):
         raise ValueError(f"{cls.__name__}: name {cls.name!r} is not a slug")
+    for attr in ("requires", "reads"):
+        parts = getattr(cls, attr)
+        if not isinstance(parts, tuple) or not all(isinstance(p, Part) for p in parts):
+            raise ValueError(f"{cls.code} {cls.name}: {attr} must be a tuple of Part values, got {parts!r}")
     doc = cls.doc()  # parsed once: every run validates every check (it was parsed once per section)
     missing = [s for s in DOC_SECTIONS if s not in doc]
     if missing:

@@ -31,7 +31,8 @@ def check_page(cls: type[Check]) -> str:
     lines = [f"# {cls.code} {cls.name}", "", doc.get("summary", ""), "",
              f"- Family: {cls.family()}",
              f"- Needs: {', '.join(p.value for p in cls.requires) or 'objects only'}"
-             + ("" if cls.needs_workload else " (runs without a Workload too)"),
+             + ("" if cls.needs_workload else " (runs without a Workload too)")
+             + (f"; also reads {', '.join(p.value for p in cls.reads)} when present" if cls.reads else ""),
              f"- Default severity: {cls.default_severity.label}"]
     if cls.options:
         lines.append("- Options: " + ", ".join(f"`{k}` (default {v})" for k, v in cls.options.items()))

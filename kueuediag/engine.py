@@ -206,16 +206,23 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
 
 
 def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], settings: Settings,
-             verify_fixes: bool = True, checks: Sequence[Check] | None = None) -> Verdict:
+             verify_fixes: bool = True, checks: Sequence[Check] | None = None, jobs: int = 1) -> Verdict:
     """Run the checks, merge and rank the findings, and check every patch-backed fix against a patched copy of
     the snapshot (kueuediag.fixes) so that only fixes that help are printed.
 
     `checks` is `select_checks(classes, settings)` when the caller diagnoses many targets with the same
-    settings (`health`): checks keep nothing between runs, so one selection serves every target."""
+    settings (`health`): checks keep nothing between runs, so one selection serves every target. With `jobs`
+    above 1 the checks that read the controller logs run in a forked child beside the others
+    (kueuediag.split_runs); the verdict is the same."""
     if checks is None:
         checks = select_checks(classes, settings)
     cls_map = {c.code: type(c) for c in checks}
-    runs = [run_configured(check, snap, target, settings) for check in checks]
+    if jobs > 1:
+        from kueuediag.split_runs import run_split
+
+        runs = run_split(checks, snap, target, settings)
+    else:
+        runs = [run_configured(check, snap, target, settings) for check in checks]
     merged = merge_runs(runs, owners())
     findings = [f for f in (override_finding(f, settings, cls_map) for f in merged) if f is not None]
     info = workload_info(snap, target)

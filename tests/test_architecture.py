@@ -96,6 +96,7 @@ _BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("kueuediag.engine", "engine"),
     ("kueuediag.merge", "engine"),
     ("kueuediag.fixes", "engine"),
+    ("kueuediag.split_runs", "engine"),  # one diagnosis's checks in two processes (engine.diagnose, jobs > 1)
     ("kueuediag.ranking", "engine"),
     ("kueuediag.registry", "engine"),
     ("kueuediag.testing", "engine"),

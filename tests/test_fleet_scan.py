@@ -171,7 +171,7 @@ def test_workers_are_forked_only_onto_cpus_with_room(monkeypatch: pytest.MonkeyP
     """On a machine whose CPUs are already busy a second process only slows the scan (docs/performance.md)."""
     import os
 
-    from kueuediag.health.workers import auto_jobs
+    from kueuediag.cores import auto_jobs
 
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cpus)))

@@ -15,7 +15,7 @@ from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Severity, ev
 from kueuediag.snapshot.kueue import WorkloadState, WorkloadView
-from kueuediag.snapshot.model import Snapshot
+from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 from kueuediag.timeutil import human_duration, parse_duration
 
@@ -72,6 +72,7 @@ class AdmissionRate(Check):
     code = "KD301"
     name = "admission-rate"
     requires = ()
+    reads = (Part.LOGS,)
     default_severity = Severity.MEDIUM
     options = {"window": "6h", "stall_window": "30m", "max_cv": 0.35, "min_admissions": 4,
                "min_gap_seconds": 120}

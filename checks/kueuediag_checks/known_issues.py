@@ -9,7 +9,7 @@ from kueuediag.analysis.versions import fixed_version_for, parse_version
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Finding, Severity, ev
-from kueuediag.snapshot.model import Snapshot
+from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 
 
@@ -46,6 +46,7 @@ class KnownIssues(Check):
     code = "KD902"
     name = "known-issues"
     requires = ()
+    reads = (Part.LOGS,)
     needs_workload = False
     default_severity = Severity.HIGH
 

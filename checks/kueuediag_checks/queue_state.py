@@ -15,7 +15,7 @@ from kueuediag.models import Confidence, Evidence, Finding, Severity, ev
 from kueuediag.snapshot.k8s import Condition, conditions, meta
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, LocalQueueView, WorkloadView, kueue_index
 from kueuediag.snapshot.logs import log_lines
-from kueuediag.snapshot.model import Snapshot
+from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag_checks._submission import (
     STOPPED,
     Pending,
@@ -84,6 +84,7 @@ class QueueState(SubmissionCheck):
     code = "KD003"
     name = "queue-state"
     requires = ()
+    reads = (Part.LOGS,)
     default_severity = Severity.HIGH
 
     def looked_at(self, p: Pending, route: QueueRoute) -> str:

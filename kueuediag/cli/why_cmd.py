@@ -60,8 +60,10 @@ def diagnose_and_print(
     now: str | None,
     settings: Settings,
     save: str | None = None,
+    jobs: int | None = None,
 ) -> int:
-    """The body of `why` and `demo`; returns the exit code."""
+    """The body of `why` and `demo`; returns the exit code. `jobs`: processes for the checks (None: two on an
+    idle machine when the snapshot's controller logs are large, see kueuediag.split_runs)."""
     started = time.monotonic()  # live `--timeout` counts from here: imports and check loading spend it too
     from kueuediag.engine import diagnose
     from kueuediag.examples import resolve_source
@@ -71,6 +73,7 @@ def diagnose_and_print(
     from kueuediag.snapshot.limits import limits_from
     from kueuediag.snapshot.loader import load_snapshot
     from kueuediag.snapshot.model import Snapshot
+    from kueuediag.split_runs import split_jobs
     from kueuediag.target import resolve
     from kueuediag.timeutil import parse_time
 
@@ -111,7 +114,7 @@ def diagnose_and_print(
     retain_until_exit(snap, raw)
     try:
         resolved = resolve(snap, target, namespace)
-        verdict = diagnose(snap, resolved, classes, settings)
+        verdict = diagnose(snap, resolved, classes, settings, jobs=split_jobs(snap, jobs))
         t2 = time.perf_counter()
         if settings.quiet and settings.output == "terminal":
             typer.echo(verdict_line(verdict))
@@ -229,6 +232,10 @@ def register(app: typer.Typer) -> None:
             None, "--watch", metavar="[SECONDS]",
             help="Live: re-diagnose every SECONDS (30 when omitted), say what changed; Ctrl-C stops."),
         watch_count: int | None = typer.Option(None, "--watch-count", min=1, help="With --watch: stop after N cycles."),
+        jobs: int | None = typer.Option(
+            None, "--jobs", "-j", min=1, metavar="N",
+            help="Processes for the checks: 2 runs the log checks beside the others (default: 2 on an idle "
+                 "machine when the controller logs are large; the verdict is the same)."),
         cluster: dict[str, Any] | None = None,
     ) -> None:
         """Explain why a workload is pending: the cause, the key number and the first fix, then the evidence."""
@@ -262,6 +269,6 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(watch_why(target=target, namespace=namespace, source=source, settings=settings,
                                        interval=interval, count=watch_count))
         code = diagnose_and_print(
-            target=target, namespace=namespace, source=source, now=now, settings=settings, save=save
+            target=target, namespace=namespace, source=source, now=now, settings=settings, save=save, jobs=jobs
         )
         raise typer.Exit(code)

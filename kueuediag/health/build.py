@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from kueuediag.analysis.installation import kueue_version
 from kueuediag.check import Check
 from kueuediag.config import Settings
+from kueuediag.cores import auto_jobs, can_fork
 from kueuediag.errors import KueuediagError
 from kueuediag.health.catalog import HEALTH_CHECKS, select_health
 from kueuediag.health.flavors import flavor_rows, fragmentation_items
@@ -25,7 +26,7 @@ from kueuediag.health.queues import (
 from kueuediag.health.rates import rate_items, rate_rows
 from kueuediag.health.scope import scope_of
 from kueuediag.health.stuck import known_issue_items, system_items, workload_items
-from kueuediag.health.workers import HeadPool, HeadSink, auto_jobs, can_fork
+from kueuediag.health.workers import HeadPool, HeadSink
 from kueuediag.snapshot.model import Part, Snapshot
 
 _REQUIRES: dict[str, tuple[Part, ...]] = {
@@ -63,7 +64,7 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
     and item, so memory does not grow with the verdicts of thousands of pending workloads. Without kept
     verdicts the heads may be shared among `jobs` processes (:mod:`kueuediag.health.workers`; None: one per
     usable CPU when there are at least :data:`AUTO_JOBS_MIN_HEADS` heads and the CPUs have room,
-    :func:`~kueuediag.health.workers.auto_jobs`); the report and the output are the same either way."""
+    :func:`~kueuediag.cores.auto_jobs`); the report and the output are the same either way."""
     sel = select_health(classes, settings)
     scope = scope_of(snap, namespaces)
     report = HealthReport(

@@ -27,12 +27,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from kueuediag.errors import ExitCode, KueuediagError
 from kueuediag.health.model import Head, Item
 from kueuediag.models import Verdict
+from kueuediag.records import dataclass
 
 MAX_TICKETS = 4096
 """at most this many tickets (4 bytes each) are written into the pipe before forking: well under its 64 KiB"""
@@ -59,33 +59,6 @@ class WorkerFailed(KueuediagError):
 
 Work = Callable[[str], Iterator[tuple[Head, Item, str]]]
 """diagnoses one ClusterQueue's heads: each head's summary (no verdict), its item and its text"""
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def auto_jobs() -> int:
-    """One process per usable CPU while the CPUs have room, else one.
-
-    A second process pays for itself only on an idle CPU: the workers cost 10-15 % more CPU time in all (pages
-    copied on write, analyses a worker works out that the first queue did not), and on a 2-core machine already
-    running 3-6 other processes the forked scan measured slower than the serial one (docs/performance.md). So,
-    like `make -l`, no worker is forked while the 1-minute load average is at or above the usable CPUs."""
-    cpus = usable_cpus()
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return 1
-    return cpus if load < cpus else 1
-
-
-def can_fork() -> bool:
-    return hasattr(os, "fork") and sys.platform != "win32"
 
 
 class HeadPool:
