@@ -16,10 +16,11 @@ Each cause has a *layer* (submission, kueue, kubernetes) and a *tier* used by th
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum, StrEnum
 
 from kueuediag.models import Layer
+from kueuediag.records import dataclass
 
 
 class CauseSlug(StrEnum):

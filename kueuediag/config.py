@@ -13,7 +13,7 @@ import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import yaml
 
 from kueuediag.errors import InputError, shown
 from kueuediag.models import Severity
+from kueuediag.records import dataclass
 from kueuediag.yamlload import safe_load
 
 ENV_PREFIX = "KUEUEDIAG_"

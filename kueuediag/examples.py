@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from kueuediag.errors import TargetNotFound
+from kueuediag.records import dataclass
 
 EXAMPLE_PREFIX = "example:"
 

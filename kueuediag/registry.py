@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib import resources
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
+
+from kueuediag.records import dataclass
 
 if TYPE_CHECKING:  # imported where used: `kueuediag checks` lists the built-ins without loading the contract
     from kueuediag.check import Check

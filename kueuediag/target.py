@@ -15,10 +15,10 @@ looked up through the ownerReferences of the collected Workloads, and when that 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from typing import Any
 
 from kueuediag.errors import InputError, TargetNotFound, TargetUnreadable
+from kueuediag.records import dataclass
 from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.kueue import WorkloadView, cluster_queue_of, kueue_index, workload, workload_of

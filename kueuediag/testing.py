@@ -39,7 +39,7 @@ A plugin's test suite:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.merge import contribution_finding
 from kueuediag.models import CheckResult, Finding, Outcome, Verdict
+from kueuediag.records import dataclass
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.target import resolve
 from kueuediag.timeutil import parse_time

@@ -9,7 +9,6 @@ only decides its own causes.
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
 from typing import Any
 
 from kueuediag.analysis.messages import PendingMessage, ReasonKind, parse_pending_message
@@ -17,6 +16,7 @@ from kueuediag.analysis.queue_route import QueueRoute, queue_route
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Patch, ev
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import LocalQueueView, WorkloadState, WorkloadView
 from kueuediag.snapshot.model import Snapshot

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -24,6 +24,7 @@ from kueuediag.analysis.versions import behaviour
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import WorkloadState
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target

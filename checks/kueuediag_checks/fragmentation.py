@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from typing import Any
 
@@ -28,6 +28,7 @@ from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
 from kueuediag.quantity import ZERO
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import (
     ClusterQueueView,
     FlavorView,

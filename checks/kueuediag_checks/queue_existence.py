@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kueuediag.analysis.kueue_config import (
@@ -17,6 +17,7 @@ from kueuediag.analysis.kueue_config import (
 from kueuediag.analysis.queue_route import QueueRoute, local_queue_names, queue_route
 from kueuediag.causes import CauseSlug
 from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Severity, ev
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import label_selector_matches, labels, meta
 from kueuediag.snapshot.kueue import events_for, kueue_index
 from kueuediag.snapshot.model import Snapshot

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -25,6 +24,7 @@ from kueuediag.analysis.versions import behaviour
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
 from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Fix, Outcome, Patch, Severity, ev
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import NodeView, meta
 from kueuediag.snapshot.kueue import KueueIndex, WorkloadState, WorkloadView, kueue_index, nodes
 from kueuediag.snapshot.model import Part, Snapshot

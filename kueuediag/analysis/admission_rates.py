@@ -22,11 +22,12 @@ import statistics
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import timedelta
 from functools import cached_property
 
 from kueuediag.analysis.preemption_victims import preemption_victims
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import (
     WorkloadState,
     cluster_queue_of,

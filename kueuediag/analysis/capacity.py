@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any, TypeVar
 
 from kueuediag.analysis.well_formed import node_room, require_well_formed
 from kueuediag.quantity import ZERO
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import NodeView, pod_fits_node_labels, pod_spec_requests, taint_str, untolerated_taints
 from kueuediag.snapshot.kueue import (
     FlavorView,

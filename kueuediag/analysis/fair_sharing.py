@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
@@ -35,6 +35,7 @@ from kueuediag.analysis.quota_tree import quota_tree, workload_usage_by_cq
 from kueuediag.analysis.versions import Version, has_behaviour
 from kueuediag.analysis.well_formed import require_well_formed, workloads_in_cluster_queue
 from kueuediag.quantity import ZERO
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import ClusterQueueView, CohortView, FlavorResource, Quota, kueue_index
 from kueuediag.snapshot.model import Snapshot
 

@@ -16,11 +16,11 @@ Pure functions; no quota math here (that is the quota checks' job).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from kueuediag.analysis.installation import installation
 from kueuediag.analysis.versions import behaviour
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import node_selector_terms_match, required_node_terms, taint_str, untolerated_taints
 from kueuediag.snapshot.kueue import ClusterQueueView, FlavorView, PodSet, ResourceGroup
 from kueuediag.snapshot.model import Snapshot

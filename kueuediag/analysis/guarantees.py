@@ -24,7 +24,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
@@ -37,6 +37,7 @@ from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quotas
 from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.errors import MalformedObject
 from kueuediag.quantity import ZERO, QuantityError, format_quantity, parse_quantity
+from kueuediag.records import dataclass
 from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.kueue import (
     FlavorResource,

@@ -10,7 +10,6 @@ KD902 (known-issues) both read them.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +23,7 @@ from kueuediag.analysis.pod_termination import (
     seconds_past_grace,
 )
 from kueuediag.analysis.well_formed import any_pod, require_well_formed
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import NodeView, PodView, meta
 from kueuediag.snapshot.kueue import (
     KueueIndex,

@@ -15,10 +15,11 @@ numbers in place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kueuediag.analysis.kueue_config import KueueConfig, kueue_config
 from kueuediag.analysis.versions import Version, behaviour, gate_default, has_behaviour, parse_version
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.logs import container_args, controller_objects, flag_value, manager_container
 from kueuediag.snapshot.metrics import metric_store

@@ -14,7 +14,7 @@ Confidence is graded by what the snapshot recorded, never by the version alone:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from functools import cache
 from typing import Any
@@ -31,6 +31,7 @@ from kueuediag.analysis.versions import Version, behaviour, gate_introduced, has
 from kueuediag.datafile import data_yaml
 from kueuediag.models import Confidence, Evidence, Severity, ev
 from kueuediag.quantity import ZERO, format_quantity
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import meta, required_node_terms
 from kueuediag.snapshot.kueue import (
     ClusterQueueView,

@@ -10,12 +10,13 @@ is on without configuration depends on the release: see :mod:`kueuediag.analysis
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import yaml
 
 from kueuediag.errors import InputError
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import labels, meta
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.yamlload import safe_load

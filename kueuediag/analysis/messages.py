@@ -14,7 +14,7 @@ unrecognised fragment — never dropped, never guessed at.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from enum import StrEnum
 from functools import cache, cached_property, lru_cache
@@ -24,6 +24,7 @@ from kueuediag.analysis.signatures import leading_literal, literal_prefixes, top
 from kueuediag.analysis.versions import Version, parse_version
 from kueuediag.datafile import data_yaml
 from kueuediag.quantity import QuantityError, parse_quantity
+from kueuediag.records import dataclass
 
 CATALOG_SCHEMA = "kueuediag/messages/v1"
 

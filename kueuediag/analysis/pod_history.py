@@ -20,10 +20,10 @@ no command may name an object that is gone.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from kueuediag.models import Evidence, ev
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import EventView, meta
 from kueuediag.snapshot.kueue import events, events_for
 from kueuediag.snapshot.model import Snapshot

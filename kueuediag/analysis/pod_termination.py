@@ -26,11 +26,11 @@ When the answer depends on an unknown Kueue version, :class:`KueueActivity.activ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from kueuediag.analysis.installation import installation
 from kueuediag.analysis.versions import behaviour
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import PodView
 from kueuediag.snapshot.model import Snapshot
 

@@ -14,7 +14,6 @@ preemptee path: <path>`` names the preemptor (kueue-facts §11). Everything here
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +27,7 @@ from kueuediag.analysis.pod_termination import (
     seconds_past_grace,
 )
 from kueuediag.causes import CauseSlug
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import PodView
 from kueuediag.snapshot.kueue import (
     WorkloadView,

@@ -11,7 +11,6 @@ queue once, not once per workload in it (which was quadratic in the queue's dept
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from types import MappingProxyType
 
@@ -19,6 +18,7 @@ from kueuediag.analysis.messages import ReasonKind, parse_pending_message
 from kueuediag.analysis.queue_order import QueueEntry, pending_queue
 from kueuediag.analysis.quota_fit import WorkloadFit, workload_fit
 from kueuediag.quantity import ZERO
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import FlavorResource, kueue_index
 from kueuediag.snapshot.model import Snapshot
 

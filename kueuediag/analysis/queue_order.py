@@ -9,10 +9,10 @@ API lists (active heap, inadmissible set and in-flight head).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from kueuediag.analysis.well_formed import require_well_formed, workloads_in_cluster_queue
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import WorkloadView, kueue_index, workloads_by_cluster_queue
 from kueuediag.snapshot.model import Snapshot
 

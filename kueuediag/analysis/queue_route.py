@@ -8,9 +8,8 @@ the snapshot says that kind was collected; otherwise the checks fall back to Kue
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kueuediag.analysis.messages import PendingMessage, ReasonKind
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import ClusterQueueView, LocalQueueView, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot

@@ -14,7 +14,6 @@ why a flavor is not usable (the rule is :mod:`kueuediag.analysis.flavor_match`).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from itertools import product
@@ -23,6 +22,7 @@ from kueuediag.analysis.flavor_match import flavor_exclusion, flavor_tolerations
 from kueuediag.analysis.quota_summary import FlavorResourceQuota, cq_quota
 from kueuediag.analysis.quota_tree import require_quota_tree
 from kueuediag.quantity import ZERO, format_quantity
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import (
     ClusterQueueView,
     FlavorResource,

@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 
 from kueuediag.analysis.quota_tree import quota_tree, workload_usage_by_cq
 from kueuediag.quantity import ZERO
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import (
     FlavorResource,
     WorkloadView,

@@ -26,11 +26,12 @@ the fit of a workload in :mod:`kueuediag.analysis.quota_fit`.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 
 from kueuediag.analysis.well_formed import require_well_formed, workloads_in_quota_tree
 from kueuediag.quantity import ZERO
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import (
     FlavorResource,
     Quota,

@@ -15,10 +15,10 @@ per-reason counts and collects the kubelet's image-pull failures, so checks neve
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime
 
 from kueuediag.analysis.capacity import matching_nodes
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import PodView, meta
 from kueuediag.snapshot.kueue import FlavorView, events_for
 from kueuediag.snapshot.model import Snapshot

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 
 from kueuediag.analysis.versions import (  # noqa: F401 - the semver helpers used to live here
@@ -28,6 +28,7 @@ from kueuediag.analysis.versions import (  # noqa: F401 - the semver helpers use
     satisfies,
 )
 from kueuediag.models import Severity
+from kueuediag.records import dataclass
 from kueuediag.snapshot.logs import LineIndex, LogLine, log_lines
 from kueuediag.snapshot.model import Snapshot
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache, lru_cache, total_ordering
 from typing import Any
 
 from kueuediag.datafile import data_yaml
+from kueuediag.records import dataclass
 
 # --- semver ------------------------------------------------------------------------------------------------
 

@@ -8,13 +8,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import typer
 
 from kueuediag.errors import ExitCode, InputError, KueuediagError, TargetNotFound, clip
+from kueuediag.records import dataclass
 
 if TYPE_CHECKING:
     from kueuediag.config import Settings

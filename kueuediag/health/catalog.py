@@ -10,7 +10,7 @@ name, the JSON ``check`` field and a selector for ``--select``/``--ignore``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from kueuediag.causes import BY_SLUG
@@ -18,6 +18,7 @@ from kueuediag.check import Check
 from kueuediag.config import Settings
 from kueuediag.engine import matches, select_checks
 from kueuediag.errors import InputError
+from kueuediag.records import dataclass
 
 
 @dataclass(frozen=True)

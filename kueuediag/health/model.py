@@ -8,10 +8,11 @@ and found fine. The tables (queue tree, flavors, rates, heads) are the numbers b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kueuediag.models import Finding, Layer, ObjectRef, Severity, Verdict
+from kueuediag.records import dataclass
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Severity overrides from the configuration apply exactly as in `why`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kueuediag.causes import all_causes
 from kueuediag.config import Settings
@@ -16,6 +16,7 @@ from kueuediag.engine import override_finding, run_configured
 from kueuediag.health.catalog import Selection
 from kueuediag.merge import merge_runs
 from kueuediag.models import Finding, Outcome
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import WorkloadView
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.target import Target, resolve

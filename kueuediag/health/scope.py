@@ -3,8 +3,7 @@ to, those queues' cohort trees and flavors. ``-A`` (no namespaces) covers everyt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from kueuediag.records import dataclass
 from kueuediag.snapshot.kueue import kueue_index
 from kueuediag.snapshot.model import Snapshot
 

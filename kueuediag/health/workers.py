@@ -27,12 +27,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from kueuediag.errors import ExitCode, KueuediagError
 from kueuediag.health.model import Head, Item
 from kueuediag.models import Verdict
+from kueuediag.records import dataclass
 
 MAX_TICKETS = 4096
 """at most this many tickets (4 bytes each) are written into the pipe before forking: well under its 64 KiB"""

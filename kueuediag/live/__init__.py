@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kueuediag.errors import InputError
 from kueuediag.live.options import PROMETHEUS_TOKEN_ENV, LiveOptions
+from kueuediag.records import dataclass
 
 if TYPE_CHECKING:
     from kueuediag.live.kube import KubeClient

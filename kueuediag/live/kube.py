@@ -27,13 +27,14 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from kueuediag import jsonload
 from kueuediag.errors import ClusterUnavailable, InputError
 from kueuediag.live.bounded import BodyTooLarge, backoff_delay, read_body, retry_after
+from kueuediag.records import dataclass
 
 ALLOWED_METHODS = frozenset({"GET"})
 """GET covers get, list and watch; nothing else is ever sent."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timedelta
 from typing import Any
 
 from kueuediag.errors import InputError
+from kueuediag.records import dataclass
 from kueuediag.timeutil import parse_duration
 
 PROMETHEUS_TOKEN_ENV = "KUEUEDIAG_PROMETHEUS_TOKEN"

@@ -23,12 +23,13 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timedelta
 from typing import Any
 
 from kueuediag.live.bounded import BodyTimeout, BodyTooLarge, backoff_delay, human_bytes, read_body, retry_after
 from kueuediag.live.options import PROMETHEUS_TOKEN_ENV, LiveOptions
+from kueuediag.records import dataclass
 
 # kueue-facts §5 (v0.19.2). Histograms are collected as _sum and _count (buckets are not needed by checks).
 GAUGES_AND_COUNTERS: tuple[str, ...] = (

@@ -44,11 +44,12 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from kueuediag.errors import InputError
+from kueuediag.records import dataclass
 from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.reader import RawSnapshot
 

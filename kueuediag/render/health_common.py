@@ -6,10 +6,9 @@ heads. A section whose checks all passed is one summary line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kueuediag.health.catalog import HEALTH_CHECKS
 from kueuediag.health.model import HealthReport, Item, QueueRow
+from kueuediag.records import dataclass
 from kueuediag.timeutil import human_duration
 
 SECTIONS = (("queues", "ClusterQueues and cohorts"), ("flavors", "Flavors"), ("rates", "Rates"),

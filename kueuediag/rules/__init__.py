@@ -19,7 +19,7 @@ fragmentation). Version notes, v0.12 – v0.19:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kueuediag.records import dataclass
 
 KUEUE_METRICS: frozenset[str] = frozenset({
     "kueue_pending_workloads", "kueue_admitted_workloads_total", "kueue_preempted_workloads_total",

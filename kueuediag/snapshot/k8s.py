@@ -5,12 +5,13 @@ Pure functions over the raw dicts; every quantity is an exact Decimal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from kueuediag.quantity import ZERO, add_into, parse_resource_list
+from kueuediag.records import dataclass
 from kueuediag.timeutil import parse_time_lenient
 
 

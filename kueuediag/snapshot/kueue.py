@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from kueuediag.errors import InputError, MalformedObject
 from kueuediag.quantity import ZERO, parse_quantity, parse_resource_list
+from kueuediag.records import dataclass
 from kueuediag.snapshot.held import Held, is_settled
 from kueuediag.snapshot.k8s import (
     Condition,

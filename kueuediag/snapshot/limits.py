@@ -8,10 +8,11 @@ measured on (bench/: 200 MB, 72,000 objects), and each bound can be raised with 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from typing import Any
 
 from kueuediag.errors import InputError, shown
+from kueuediag.records import dataclass
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB

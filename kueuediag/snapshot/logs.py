@@ -22,7 +22,6 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from sys import intern
@@ -32,6 +31,7 @@ import msgspec
 
 from kueuediag import jsonload
 from kueuediag.models import Patch
+from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import labels, meta
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.timeutil import parse_time_lenient

@@ -24,10 +24,11 @@ import re
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from operator import itemgetter
 
 from kueuediag.errors import InputError
+from kueuediag.records import dataclass
 from kueuediag.snapshot.model import Snapshot
 
 Labels = tuple[tuple[str, str], ...]

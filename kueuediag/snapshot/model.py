@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
 from kueuediag.errors import InputError, MalformedObject, clip, shown
+from kueuediag.records import dataclass
 from kueuediag.snapshot.held import DROPPED_KINDS, HELD_KINDS, LAST_APPLIED, Held, held_of
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, Limits
 from kueuediag.snapshot.reader import RawSnapshot

@@ -16,7 +16,7 @@ import re
 import stat
 import tarfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,6 +24,7 @@ import yaml
 
 from kueuediag import jsonload
 from kueuediag.errors import InputError, clip, shown
+from kueuediag.records import dataclass
 from kueuediag.snapshot.held import Held, OpenFile, split_list
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, FLAG_NAMES, Limits
 from kueuediag.yamlload import LOADER, safe_load_all
