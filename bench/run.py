@@ -226,8 +226,8 @@ def measure_snapshot(snap: Path, repeat: int, quick: bool) -> None:
     size = snapshot_bytes(snap)
     size_mib = size / 2**20
     floor = best([sys.executable, "-c", FLOOR, str(snap)], repeat)
-    why = best(kd("why", f"workload/{target['workload']}", "-n", target["namespace"], "--from", str(snap),
-                  "-o", "json"), repeat)
+    why_args = ("why", f"workload/{target['workload']}", "-n", target["namespace"], "--from", str(snap), "-o", "json")
+    why = best(kd(*why_args), repeat, tree=True)
     verdict = json.loads(why.stdout)
     print(f"snapshot        {size_mib:9.1f} MiB  {snap}")
     print(f"floor           {floor.seconds:9.2f} s    orjson + bytes, GC off   peak RSS {floor.rss_mib:7.0f} MiB   "
@@ -235,8 +235,17 @@ def measure_snapshot(snap: Path, repeat: int, quick: bool) -> None:
     print(f"why             {why.seconds:9.2f} s    {ratio(why.seconds, floor.seconds, 2.0)}   "
           f"peak RSS {why.rss_mib:7.0f} MiB = {why.rss_mib / size_mib:4.2f}× the snapshot (target ≤ 2.0×)   "
           f"{cpu(why, floor)}   verdict {verdict['verdict']['cause']}")
+    print(f"  whole tree      {why.tree_rss_mib:7.0f} MiB RSS / {why.tree_pss_mib:7.0f} MiB PSS = "
+          f"{why.tree_pss_mib / size_mib:4.2f}× the snapshot (the log checks run in a second process by default "
+          "on an idle machine)")
     checks = sorted(verdict.get("checks", []), key=lambda c: -c.get("durationMs", 0))[:4]
     print("  slowest checks  " + ", ".join(f"{c['code']} {c.get('durationMs', 0):.0f} ms" for c in checks))
+    serial = best(kd(*why_args, "--jobs", "1"), repeat)
+    print(f"  in one process {serial.seconds:8.2f} s    {ratio(serial.seconds, floor.seconds, 2.0)}   "
+          f"peak RSS {serial.rss_mib:7.0f} MiB = {serial.rss_mib / size_mib:4.2f}× the snapshot   {cpu(serial, floor)}"
+          "   (--jobs 1; the same verdict)")
+    if _without_timings(serial.stdout) != _without_timings(why.stdout):
+        sys.exit("why printed a different document with --jobs 1")
     if has_command("health"):
         health = best(kd("health", "--from", str(snap), "-A", "-o", "json", "--exit-zero"), repeat)
         print(f"health          {health.seconds:9.2f} s    {ratio(health.seconds, floor.seconds, 3.0)}   "
@@ -261,7 +270,11 @@ def measure_snapshot(snap: Path, repeat: int, quick: bool) -> None:
 
 
 def _without_timings(text: str) -> list[Any]:
-    docs = [json.loads(line) for line in text.splitlines()]
+    """The JSON documents of `text` (one, or one per line) without their check timings."""
+    try:
+        docs = [json.loads(text)]
+    except json.JSONDecodeError:
+        docs = [json.loads(line) for line in text.splitlines()]
     for doc in docs:
         for check in doc["checks"]:
             check.pop("durationMs", None)

@@ -172,3 +172,14 @@ def test_jobs_is_refused_below_one() -> None:
     assert result.exit_code == 2
     assert "--jobs" in result.stderr
 
+
+
+@pytest.mark.parametrize(("jobs", "said"), [("1", "(one process)"), ("2", "(the log checks in a second process)")])
+def test_verbose_says_how_the_checks_ran(jobs: str, said: str) -> None:
+    case = GOLDEN_CASES[0]
+    args = ["why", case["target"], "--from", str(ROOT / case["snapshot"]), "-q", "-v", "--jobs", jobs]
+    if case.get("namespace"):
+        args += ["-n", case["namespace"]]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code == 0, result.stderr
+    assert said in result.stderr

@@ -114,7 +114,8 @@ def diagnose_and_print(
     retain_until_exit(snap, raw)
     try:
         resolved = resolve(snap, target, namespace)
-        verdict = diagnose(snap, resolved, classes, settings, jobs=split_jobs(snap, jobs))
+        used = split_jobs(snap, jobs)
+        verdict = diagnose(snap, resolved, classes, settings, jobs=used)
         t2 = time.perf_counter()
         if settings.quiet and settings.output == "terminal":
             typer.echo(verdict_line(verdict))
@@ -139,7 +140,8 @@ def diagnose_and_print(
         _save(raw, save, after_verdict=True)
     if settings.verbose:
         typer.echo(
-            f"kueuediag: loaded {snap.source} in {t1 - t0:.2f}s, diagnosed in {t2 - t1:.2f}s; "
+            f"kueuediag: loaded {snap.source} in {t1 - t0:.2f}s, diagnosed in {t2 - t1:.2f}s "
+            f"({'the log checks in a second process' if used > 1 else 'one process'}); "
             f"settings from {', '.join(settings.source) or 'defaults'}",
             err=True,
         )
