@@ -403,6 +403,38 @@ def all_causes() -> tuple[Cause, ...]:
     return tuple(BY_SLUG.values())
 
 
+_OwnerTables = tuple[dict[str, str], dict[str, tuple[int, ...]]]
+_owner_cache: list[tuple[dict[str, Cause], int, _OwnerTables]] = []
+
+
+def _owner_tables() -> _OwnerTables:
+    """(slug → owning check, check → tiers of the causes it owns), worked out once per state of the catalog.
+
+    The engine asks for both on every diagnosis. The catalog only grows (:func:`register_cause` never replaces
+    or removes an entry), so the catalog dict and its size name its state."""
+    if _owner_cache:
+        catalog, size, tables = _owner_cache[0]
+        if catalog is BY_SLUG and size == len(BY_SLUG):
+            return tables
+    owner = {c.slug: c.owner for c in BY_SLUG.values()}
+    tiers: dict[str, list[int]] = {}
+    for c in BY_SLUG.values():
+        tiers.setdefault(c.owner, []).append(TIER_ORDER[c.tier])
+    tables = (owner, {code: tuple(t) for code, t in tiers.items()})
+    _owner_cache[:] = [(BY_SLUG, len(BY_SLUG), tables)]
+    return tables
+
+
+def owners() -> dict[str, str]:
+    """Each known cause's owning check (slug → code). Shared: do not modify."""
+    return _owner_tables()[0]
+
+
+def owned_tiers() -> dict[str, tuple[int, ...]]:
+    """Each check's owned causes' tiers (code → :data:`TIER_ORDER` values). Shared: do not modify."""
+    return _owner_tables()[1]
+
+
 _SLUG = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kueuediag import __version__  # noqa: F401  (re-exported for renderers)
-from kueuediag.causes import BY_SLUG, TIER_ORDER, Tier, all_causes
+from kueuediag.causes import BY_SLUG, TIER_ORDER, Tier, owned_tiers, owners
 from kueuediag.causes import cause as cause_of
 from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
@@ -223,7 +223,7 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
         runs = run_split(checks, snap, target, settings)
     else:
         runs = [run_configured(check, snap, target, settings) for check in checks]
-    merged = merge_runs(runs, {c.slug: c.owner for c in all_causes()})
+    merged = merge_runs(runs, owners())
     findings = [f for f in (override_finding(f, settings, cls_map) for f in merged) if f is not None]
     info = workload_info(snap, target)
     ranked = rank(findings)
@@ -260,7 +260,7 @@ def _with_verified_fixes(snap: Snapshot, target: Target, classes: Sequence[type[
 
     w = target.workload
     checked = verify(snap, [r.finding for r in ranked], again, pending=(w.namespace, w.name) if w else None)
-    return [r.model_copy(update={"finding": f}) for r, f in zip(ranked, checked, strict=True)]
+    return [r if f is r.finding else r.model_copy(update={"finding": f}) for r, f in zip(ranked, checked, strict=True)]
 
 
 _UNSEEN = (Outcome.COULD_NOT_CHECK, Outcome.ERRORED)
@@ -288,15 +288,13 @@ def blind_spots(ranked: Sequence[RankedFinding], runs: Sequence[CheckRun]) -> li
     run when nothing was found."""
     if not ranked:
         return [r for r in runs if r.outcome in _UNSEEN]
+    unseen = [r for r in runs if r.outcome in _UNSEEN]
+    if not unseen:
+        return []
     top = ranked[0].finding
     top_tier = TIER_ORDER[cause_of(top.cause).tier]
-    owned: dict[str, list[int]] = {}
-    for c in all_causes():
-        owned.setdefault(c.owner, []).append(TIER_ORDER[c.tier])
-    return [
-        r for r in runs
-        if r.outcome in _UNSEEN and (r.code == top.code or any(t <= top_tier for t in owned.get(r.code, [])))
-    ]
+    owned = owned_tiers()
+    return [r for r in unseen if r.code == top.code or any(t <= top_tier for t in owned.get(r.code, ()))]
 
 
 def is_incomplete(ranked: Sequence[RankedFinding], blind: Sequence[CheckRun]) -> bool:

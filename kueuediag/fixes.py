@@ -385,6 +385,9 @@ def _same_command_same_status(findings: list[Finding]) -> list[Finding]:
                 if x.patch is not None and x.command and x.status in (FixStatus.VERIFIED, FixStatus.STOP_GAP)}
     out = []
     for f in findings:
+        if not any(x.patch is None and x.command in verified for x in f.fixes):
+            out.append(f)  # nothing to relabel (the common case): no copy
+            continue
         fixes = tuple(verified[x.command].model_copy(update={"text": x.text})
                       if x.patch is None and x.command in verified else x for x in f.fixes)
         out.append(f.model_copy(update={"fixes": fixes}))

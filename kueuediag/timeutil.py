@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 
 from kueuediag.errors import InputError
@@ -49,7 +50,10 @@ def parse_time_lenient(value: object) -> datetime | None:
         return None
 
 
+@functools.lru_cache(maxsize=8192)
 def format_rfc3339(moment: datetime) -> str:
+    """`moment` in UTC as Kubernetes writes times. Cached: a fleet scan formats the same condition and release
+    times for every pending workload of a ClusterQueue (a datetime is immutable and hashes by its instant)."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

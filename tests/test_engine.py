@@ -235,3 +235,65 @@ def test_verdict_confidence_drops_when_relevant_inputs_are_unseen(basic: tuple[S
     blind = diagnose(snap, target, [Fires, BlindOwner], Settings())
     assert blind.confidence is Confidence.MEDIUM
     assert blind.unseen == ("KD102 blind-owner could not check — nodes: forbidden (403): need list nodes",)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"kind": "Node", "name": "gpu-1"},
+    {"kind": "Workload", "name": "w", "namespace": "team-a", "field": "status.conditions", "expected": "True"},
+    {"kind": "", "name": "w"},  # no kind: no reference
+    {"kind": "Node", "name": ""},
+])
+def test_ev_assembled_from_plain_strings_equals_the_validated_model(kwargs: dict[str, str]) -> None:
+    """ev() skips validation when every value already is a plain str: the result is the very model validation
+    builds (equal, same dump, same hash and repr, still frozen)."""
+    from kueuediag.models import Evidence, ObjectRef
+
+    fast = ev("derived", "seen", **kwargs)
+    ref = (ObjectRef(kind=kwargs["kind"], name=kwargs["name"], namespace=kwargs.get("namespace"))
+           if kwargs.get("kind") and kwargs.get("name") else None)
+    slow = Evidence(source="derived", ref=ref, field=kwargs.get("field"), observed="seen",
+                    expected=kwargs.get("expected"))
+    assert fast == slow
+    assert fast.model_dump() == slow.model_dump()
+    assert list(fast.__dict__) == list(slow.__dict__)
+    assert hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert fast.model_fields_set == slow.model_fields_set
+    with pytest.raises(Exception, match="frozen"):
+        fast.observed = "changed"  # type: ignore[misc]
+
+
+def test_ev_still_validates_other_values() -> None:
+    """A value that is not a plain str (a plugin passing a number) is validated as before and refused."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        ev("derived", 3)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        ev("derived", "seen", kind="Node", name=7)  # type: ignore[arg-type]
+
+
+def test_owner_tables_follow_the_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's owner tables equal a pass over the catalog, and include a cause a plugin registers later."""
+    from dataclasses import replace
+
+    from kueuediag import causes
+    from kueuediag.causes import TIER_ORDER, all_causes, owned_tiers, owners, register_cause
+
+    monkeypatch.setattr(causes, "BY_SLUG", dict(causes.BY_SLUG))  # this test's registration stays in its copy
+
+    def direct() -> tuple[dict[str, str], dict[str, list[int]]]:
+        tiers: dict[str, list[int]] = {}
+        for c in all_causes():
+            tiers.setdefault(c.owner, []).append(TIER_ORDER[c.tier])
+        return {c.slug: c.owner for c in all_causes()}, tiers
+
+    own, tiers = direct()
+    assert owners() == own
+    assert {k: list(v) for k, v in owned_tiers().items()} == tiers
+    template = next(iter(all_causes()))
+    added = replace(template, slug="zz-test-owner-tables", owner="ZZ901")
+    register_cause(added)
+    own, tiers = direct()
+    assert owners()["zz-test-owner-tables"] == "ZZ901" and owners() == own
+    assert list(owned_tiers()["ZZ901"]) == tiers["ZZ901"] == [TIER_ORDER[added.tier]]

@@ -16,6 +16,7 @@ import pytest
 from kueuediag_checks.log_patterns import queue_context
 
 from kueuediag.analysis.admission_rates import admission_rates, detect_trickle, sparkline
+from kueuediag.analysis.capacity import _constraint_key, matching_nodes
 from kueuediag.analysis.guarantees import (
     _releases,
     fit_cq,
@@ -256,3 +257,43 @@ def test_shared_snapshot_verdicts_equal_fresh_ones(bench_dir: Path) -> None:
     sample = order[:3] + order[len(order) // 2:len(order) // 2 + 3] + order[-3:]
     for key in sample:
         assert docs[key] == _doc(load_snapshot(str(bench_dir)), *key), key
+
+
+@pytest.mark.parametrize("fixture", ["bench", "snapshots/frag-h100", "snapshots/frag-h100-tas",
+                                     "scenarios/fragmentation-tas", "snapshots/flavor-conflict"])
+def test_node_matches_keyed_once_per_pod_spec_equal_fresh_ones(fixture: str, bench_dir: Path) -> None:
+    """matching_nodes works out a pod spec's constraint key once per spec object (a pod set is matched against
+    each flavor of its ClusterQueue): each match equals the one a fresh snapshot computes for that spec and
+    flavor alone, and a spec equal in content but another object gets its own key computed."""
+    path = str(bench_dir if fixture == "bench" else ROOT / "fixtures" / fixture)
+    snap = load_snapshot(path)
+    flavors = list(kueue_index(snap).flavors.values())
+    compared = 0
+    for w in workloads(snap)[:120]:
+        for ps in w.pod_sets:
+            for fv in flavors:
+                warm = matching_nodes(snap, fv, ps.spec)
+                fresh_snap = load_snapshot(path) if compared < 8 else None
+                if fresh_snap is not None:
+                    fresh = matching_nodes(fresh_snap, kueue_index(fresh_snap).flavors[fv.name], dict(ps.spec))
+                    assert [n.name for n in warm.nodes] == [n.name for n in fresh.nodes], (w.ref(), fv.name)
+                    assert warm.excluded == fresh.excluded, (w.ref(), fv.name)
+                copy = json.loads(json.dumps(ps.spec, default=str))
+                assert matching_nodes(snap, fv, copy) is warm  # same constraints: the same memoised match
+                compared += 1
+    assert compared > 0
+
+
+def test_constraint_key_is_used_only_for_its_own_spec_object() -> None:
+    """The memo holds the spec it was computed from; a different object never reads another's key, even when a
+    freed object's id is reused."""
+    snap = load_snapshot(str(FIXTURES / "frag-h100"))
+    wide = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    key_wide = _constraint_key(snap, wide)
+    narrow = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+              "nodeSelector": {"zone": "a"}}
+    assert _constraint_key(snap, narrow) != key_wide
+    for _ in range(50):  # short-lived dicts: ids get reused; each must get its own key
+        spec = {"containers": [], "nodeSelector": {"n": str(_)}}
+        assert json.loads(_constraint_key(snap, spec))["nodeSelector"] == {"n": str(_)}
+    assert _constraint_key(snap, wide) == key_wide

@@ -209,6 +209,8 @@ def jsonl_line(verdict: Verdict) -> str:
 
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     line = "".join(verdict_lines([verdict]))
+    if line.isascii() and encoding.lower().replace("_", "-") in ("utf-8", "utf8", "ascii", "latin-1", "iso-8859-1"):
+        return line  # every one of these encodings carries ASCII text as is: no trial encoding of ~25 KB
     try:
         line.encode(encoding)
     except (UnicodeEncodeError, LookupError):

@@ -14,7 +14,7 @@ SCHEMA = "kueuediag/why/v1"
 def _evidence(e: Evidence) -> dict[str, Any]:
     return {
         "source": e.source,
-        "ref": e.ref.model_dump() if e.ref else None,
+        "ref": {"kind": e.ref.kind, "name": e.ref.name, "namespace": e.ref.namespace} if e.ref else None,
         "field": e.field,
         "observed": e.observed,
         "expected": e.expected,

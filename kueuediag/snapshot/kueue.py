@@ -620,9 +620,14 @@ def _well_formed(snap: Snapshot, kind: str, build: Callable[[dict[str, Any]], V]
 def malformed_objects(snap: Snapshot) -> list[Skipped]:
     """Every malformed Workload, Pod, Node and Event that an aggregate could count, in load order (memoised per
     kind). Settled objects (finished Workloads, terminated Pods) are in no aggregate and are not decoded."""
-    for view in (active_workloads, active_pods, nodes, events):
-        view(snap)
-    return list(snap.memo("malformed-objects", dict).values())
+    def build_views() -> bool:
+        for view in (active_workloads, active_pods, nodes, events):
+            view(snap)
+        return True
+
+    snap.memo("malformed-objects:views-built", build_views)  # asked ~16 times per diagnosis: the views once
+    registry: dict[int, Skipped] = snap.memo("malformed-objects", dict)
+    return list(registry.values()) if registry else []
 
 
 def workload(snap: Snapshot, namespace: str, name: str) -> WorkloadView | None:
