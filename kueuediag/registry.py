@@ -92,7 +92,8 @@ def _expand(obj: Any) -> list[type[Check]]:
     raise ValueError("must be a Check subclass or a callable returning them")
 
 
-def _is_builtin(cls: type[Check]) -> bool:
+def is_builtin(cls: type[Check]) -> bool:
+    """The class is one of kueuediag's own checks (module kueuediag_checks), not a plugin's."""
     return cls.__module__.split(".")[0] == BUILTIN_MODULE
 
 
@@ -101,7 +102,7 @@ def _admit(cls: type[Check], dist: str, by_code: dict[str, type[Check]], prefixe
     from kueuediag.check import BUILTIN_PREFIX, validate_check_class
 
     validate_check_class(cls)
-    builtin = _is_builtin(cls)
+    builtin = is_builtin(cls)
     prefix = cls.prefix()
     if prefix == BUILTIN_PREFIX and not builtin:
         raise ValueError(f"{cls.code}: the prefix {BUILTIN_PREFIX} is reserved for kueuediag's built-in checks")
