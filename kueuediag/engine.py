@@ -33,8 +33,10 @@ from kueuediag.models import (
     RankedFinding,
     Verdict,
     WorkloadInfo,
+    assemble,
 )
 from kueuediag.ranking import rank, sort_key, verdict_cause
+from kueuediag.registry import is_builtin
 from kueuediag.snapshot.k8s import meta
 from kueuediag.snapshot.kueue import WorkloadState
 from kueuediag.snapshot.model import Snapshot
@@ -86,6 +88,20 @@ def _run_fields(cls: type[Check]) -> dict[str, Any]:
     return {"code": cls.code, "check": cls.name, "family": cls.family()}
 
 
+@functools.cache
+def _assembles_runs(cls: type[Check]) -> bool:
+    """Whether a run of `cls` that returned a CheckResult is assembled without validating it again: only for
+    kueuediag's own checks, whose results (built by CheckResult's constructors) were validated when built, and
+    whose class fields validate as a run's (checked here, once per class). A plugin's run is validated."""
+    if not is_builtin(cls):
+        return False
+    CheckRun(**_run_fields(cls), outcome=Outcome.NOT_APPLICABLE)  # raises if the class fields do not validate
+    return True
+
+
+_RUN_ORDER = tuple(CheckRun.model_fields)
+
+
 def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
     """Run one check isolated and timed, and turn whatever it returned or raised into an honest CheckRun."""
     base = _run_fields(type(check))
@@ -116,7 +132,10 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
         result = CheckResult(outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}")
     elapsed = (time.perf_counter() - start) * 1000
     # a CheckResult's fields are its __dict__ (no extras: the models forbid them), read without pydantic's iterator
-    return CheckRun(**base, **result.__dict__, duration_ms=round(elapsed, 2))
+    values = {**base, **result.__dict__, "duration_ms": round(elapsed, 2)}
+    if type(result) is CheckResult and _assembles_runs(type(check)):
+        return assemble(CheckRun, {name: values[name] for name in _RUN_ORDER})
+    return CheckRun(**values)
 
 
 def is_target_object(exc: MalformedObject, target: Target) -> bool:

@@ -126,12 +126,13 @@ def ev(
 
     Checks build a few dozen of these per diagnosis (`health --all-pending`: per pending workload). When every
     argument already is a plain ``str`` (or None where None is allowed), validation would return them unchanged,
-    so the models are assembled directly (:func:`_assemble`: about a third of the cost); any other value goes
+    so the models are assembled directly (:func:`assemble`: about a third of the cost); any other value goes
     through validation as before, so a wrong type still fails the same way."""
-    if type(source) is str and type(observed) is str and all(
-            v is None or type(v) is str for v in (kind, name, namespace, field, expected)):
-        ref = _assemble(ObjectRef, {"kind": kind, "name": name, "namespace": namespace}) if kind and name else None
-        return _assemble(Evidence, {"source": source, "ref": ref, "field": field, "observed": observed,
+    if (type(source) is str and type(observed) is str and (kind is None or type(kind) is str)
+            and (name is None or type(name) is str) and (namespace is None or type(namespace) is str)
+            and (field is None or type(field) is str) and (expected is None or type(expected) is str)):
+        ref = assemble(ObjectRef, {"kind": kind, "name": name, "namespace": namespace}) if kind and name else None
+        return assemble(Evidence, {"source": source, "ref": ref, "field": field, "observed": observed,
                                     "expected": expected})
     ref = ObjectRef(kind=kind, name=name, namespace=namespace) if kind and name else None
     return Evidence(source=source, ref=ref, field=field, observed=observed, expected=expected)
@@ -140,10 +141,11 @@ def ev(
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def _assemble(cls: type[_M], values: dict[str, Any]) -> _M:
+def assemble(cls: type[_M], values: dict[str, Any]) -> _M:
     """An instance of the frozen model `cls` holding `values`: every field of `cls`, in field order, each value
-    exactly what validating it would keep (the caller checked the types). The same instance validation builds
-    (equal, same dump, same hash), without running the validator."""
+    exactly what validating it would keep. The same instance validation builds (equal, same dump, same hash),
+    without running the validator: only for values the caller knows are already of their fields' types (plain
+    strings, or models that were validated when they were built), never for a plugin's or the user's input."""
     obj = _new(cls)
     _set(obj, "__dict__", values)
     _set(obj, "__pydantic_fields_set__", set(values))

@@ -22,7 +22,6 @@ Worth it only when the logs are large enough to outweigh the fork and the analys
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import sys
 from collections.abc import Sequence
@@ -105,6 +104,8 @@ def _child(out: int, checks: list[Check], snap: Snapshot, target: Target, settin
     parent's exit path."""
     code = 0
     try:
+        import pickle  # here and in _receive: only a split run sends runs back (a small `why` starts without it)
+
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         parent = os.getppid()
         runs: list[CheckRun | str] = []
@@ -130,6 +131,8 @@ def _receive(fd: int, side: list[int]) -> dict[int, CheckRun]:
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
     try:
+        import pickle
+
         runs = pickle.loads(b"".join(chunks))
     except Exception:  # noqa: BLE001 - a truncated or garbled reply: the parent runs those checks itself
         return {}

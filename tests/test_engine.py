@@ -297,3 +297,23 @@ def test_owner_tables_follow_the_catalog(monkeypatch: pytest.MonkeyPatch) -> Non
     own, tiers = direct()
     assert owners()["zz-test-owner-tables"] == "ZZ901" and owners() == own
     assert list(owned_tiers()["ZZ901"]) == tiers["ZZ901"] == [TIER_ORDER[added.tier]]
+
+
+@pytest.mark.parametrize("fixture", ["basic", "frag-h100", "guarantee-violation", "queue-priority"])
+def test_builtin_runs_assembled_equal_validated_runs(fixture: str) -> None:
+    """A built-in check's run is assembled from its validated CheckResult without validating it again: every
+    run equals the CheckRun validation builds from the same values, field for field and in field order."""
+    from kueuediag.models import CheckRun
+    from kueuediag.registry import discover
+    from kueuediag.snapshot.kueue import workloads
+
+    snap = load_snapshot(str(Path(__file__).resolve().parent.parent / "fixtures" / "snapshots" / fixture))
+    compared = 0
+    for w in workloads(snap)[:6]:
+        verdict = diagnose(snap, resolve(snap, f"workload/{w.name}", w.namespace), discover(), Settings())
+        for run in verdict.runs:
+            validated = CheckRun(**{name: getattr(run, name) for name in run.model_fields_set})
+            assert run == validated and list(run.__dict__) == list(validated.__dict__), run.code
+            assert run.model_dump() == validated.model_dump() and run.model_fields_set == validated.model_fields_set
+            compared += 1
+    assert compared > 0

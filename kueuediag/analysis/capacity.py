@@ -190,8 +190,8 @@ def matching_nodes(snap: Snapshot, flavor: FlavorView | None, pod_spec: Mapping[
     bound to one of these nodes: their free capacity is unknown.
     """
     spec = dict(pod_spec or {})
-    flavor_key = (json.dumps([flavor.name, flavor.node_labels, flavor.tolerations], sort_keys=True, default=str)
-                  if flavor is not None else None)
+    flavor_key = _keyed_once(snap, flavor, lambda f: json.dumps([f.name, f.node_labels, f.tolerations],
+                                                                 sort_keys=True, default=str)) if flavor else None
     key = ("capacity", "match", _constraint_key(snap, pod_spec or {}), flavor_key)
     match: NodeMatch = snap.memo(key, lambda: _match(snap, flavor, spec))
 
@@ -207,20 +207,25 @@ def matching_nodes(snap: Snapshot, flavor: FlavorView | None, pod_spec: Mapping[
 
 def _constraint_key(snap: Snapshot, pod_spec: Mapping[str, Any]) -> str:
     """The part of a pod spec that decides which nodes it may use (nodeSelector, affinity, tolerations, the
-    resources it requests), as text.
-
-    Worked out once per pod spec object: a workload's pod set is matched against each flavor its ClusterQueue
-    offers (four in the benchmark), and serialising its constraints was a third of each match's cost. The memo
-    keeps the spec it was computed from, so an entry is used only for that very object (its id cannot be
-    reused while the entry holds it)."""
-    def compute() -> tuple[Mapping[str, Any], str]:
-        spec = dict(pod_spec)
+    resources it requests), as text: worked out once per pod spec object, since a workload's pod set is matched
+    against each flavor its ClusterQueue offers (four in the benchmark) and serialising its constraints was a
+    third of each match's cost."""
+    def text(spec: Mapping[str, Any]) -> str:
         constraint: dict[str, Any] = {k: spec.get(k) for k in ("nodeSelector", "affinity", "tolerations")}
-        constraint["requests"] = sorted(pod_spec_requests(spec, "pod template"))
-        return pod_spec, json.dumps(constraint, sort_keys=True, default=str)
+        constraint["requests"] = sorted(pod_spec_requests(dict(spec), "pod template"))
+        return json.dumps(constraint, sort_keys=True, default=str)
 
-    held, text = snap.memo(("capacity", "constraint-key", id(pod_spec)), compute)
-    return text if held is pod_spec else compute()[1]
+    return _keyed_once(snap, pod_spec, text)
+
+
+K = TypeVar("K")
+
+
+def _keyed_once(snap: Snapshot, obj: K, text: Callable[[K], str]) -> str:
+    """`text(obj)`, memoised on the snapshot per object identity. The memo keeps the object it was computed
+    from, so an entry is used only for that very object (its id cannot be reused while the entry holds it)."""
+    held, found = snap.memo(("capacity", "keyed-once", id(obj)), lambda: (obj, text(obj)))
+    return found if held is obj else text(obj)
 
 
 def _match(snap: Snapshot, flavor: FlavorView | None, spec: dict[str, Any]) -> NodeMatch:

@@ -18,7 +18,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from kueuediag.analysis.versions import (  # noqa: F401 - the semver helpers used to live here
     Version,
@@ -362,8 +362,10 @@ REASON_CAUSES: tuple[tuple[str, str], ...] = (
 )
 
 
+@lru_cache(maxsize=4096)
 def cause_for_reason(reason: str) -> str | None:
-    """The cause a scheduler pending message points at (first matching rule), None when unknown."""
+    """The cause a scheduler pending message points at (first matching rule), None when unknown. Cached: KD501
+    asks it for every pending workload's last scheduling verdict, and a queue's workloads share a few texts."""
     for pattern, cause in REASON_CAUSES:
         if re.search(pattern, reason):
             return cause
