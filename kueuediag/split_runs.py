@@ -12,8 +12,8 @@ fixture case).
 What the serial run does when a check raises (the target's own objects are unreadable: exit 2) is kept too:
 the earliest check in order that raises is the one whose error is raised — a log reader that raised in the
 child is run again here, where it raises the same error. A child that dies, or sends something unreadable, has
-its checks run here instead. The child never writes to stdout, never runs the parent's exit handlers, and is
-killed if this process stops first.
+its checks run here instead. The child never writes to stdout, never runs the parent's exit handlers, is
+killed if this process stops first, and stops between two checks when this process was killed.
 
 Worth it only when the logs are large enough to outweigh the fork and the analyses both processes work out
 (`worth_splitting`); `why --jobs 1` never forks, and `auto_jobs` forks only onto idle CPUs.
@@ -22,7 +22,6 @@ Worth it only when the logs are large enough to outweigh the fork and the analys
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import sys
 from collections.abc import Sequence
@@ -105,9 +104,14 @@ def _child(out: int, checks: list[Check], snap: Snapshot, target: Target, settin
     parent's exit path."""
     code = 0
     try:
+        import pickle  # here and in _receive: only a split run sends runs back (a small `why` starts without it)
+
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        parent = os.getppid()
         runs: list[CheckRun | str] = []
         for check in checks:
+            if os.getppid() != parent:  # the main process was killed: nobody will read the runs
+                break
             try:
                 runs.append(run_configured(check, snap, target, settings))
             except Exception:  # noqa: BLE001 - the parent runs it again and raises what the serial loop raises
@@ -127,6 +131,8 @@ def _receive(fd: int, side: list[int]) -> dict[int, CheckRun]:
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
     try:
+        import pickle
+
         runs = pickle.loads(b"".join(chunks))
     except Exception:  # noqa: BLE001 - a truncated or garbled reply: the parent runs those checks itself
         return {}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kueuediag.cli import build_app
+from kueuediag.cli import COMMANDS, build_app
 from kueuediag.errors import EXIT_CODE_MEANINGS, ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,8 +162,29 @@ def test_snapshot_path_does_not_import_kubernetes() -> None:
 SNAPSHOT_WHY_MUST_NOT_IMPORT = (
     "kubernetes", "prometheus_api_client", "urllib3", "requests", "pandas",  # live collection only
     "rich", "markdown_it", "pygments",  # terminal rendering only: -o json prints no table
+    # the other commands: each is imported and built when it is run or listed (kueuediag.cli.COMMANDS)
+    *(f"kueuediag.cli.{module}" for name, module in COMMANDS if name != "why"),
+    "pickle",  # only a diagnosis split over two processes sends runs back (kueuediag.split_runs)
 )
 """what a diagnosis read from a snapshot, printed as JSON, must not import (issue 11, cold start)"""
+
+
+def test_every_command_is_listed_in_order_and_built_when_looked_up(runner: CliRunner) -> None:
+    """The root group imports and builds a command when it is first looked up (kueuediag.cli.COMMANDS): help
+    still lists all of them, in order, with their summaries; a mistyped name still gets its suggestion."""
+    import typer.main
+
+    group = typer.main.get_command(build_app())
+    assert list(group.commands) == [name for name, _ in COMMANDS]  # type: ignore[attr-defined]
+    out = runner.invoke(build_app(), ["--help"])
+    listed = [line.split()[0] for line in out.stdout.split("Commands")[1].splitlines()[1:] if line[:3].strip()]
+    assert listed == [name for name, _ in COMMANDS]
+    assert "Explain why a workload is pending" in out.stdout and "Fleet health" in out.stdout
+    why = group.commands["why"]  # type: ignore[attr-defined]
+    assert why.name == "why" and any("--from" in p.opts for p in why.params)
+    assert group.commands["why"] is why  # type: ignore[attr-defined]  # built once
+    code, _, err = _invoke(runner, "healht")
+    assert code == 2 and "Did you mean 'health'?" in err
 
 
 @pytest.mark.parametrize("source", ["example:fair-sharing-anomaly", str(BASIC)], ids=["example", "directory"])

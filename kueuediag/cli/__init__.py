@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Iterator, MutableMapping
 from enum import Enum
 from functools import cache
 from typing import Any
@@ -41,6 +42,10 @@ class _RootGroup(TyperGroup):
     See `_spare_coercion`.
     """
 
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _LazyCommands(self.rich_markup_mode)
+
     def get_params(self, ctx: Any) -> list[Any]:  # click.Context (vendored by recent Typer)
         params: list[Any] = super().get_params(ctx)
         _spare_coercion(params)
@@ -51,6 +56,61 @@ class _RootGroup(TyperGroup):
         if command is not None:
             _spare_coercion(command.get_params(ctx))
         return command
+
+
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("why", "why_cmd"), ("health", "health_cmd"), ("rules", "rules_cmd"), ("demo", "demo_cmd"),
+    ("checks", "checks_cmd"), ("explain", "explain_cmd"), ("snapshot", "snapshot_cmd"),
+    ("completion", "completion_cmd"),
+)
+"""every command, in the order `--help` lists them, and its module under kueuediag.cli (whose `register(app)`
+adds it)"""
+
+
+class _LazyCommands(MutableMapping[str, Any]):
+    """The root group's commands by name; each command's module is imported, and the command made into a click
+    command, the first time it is looked up.
+
+    Typer builds every command of a group before it parses the command line (reading each command function's
+    signature and type hints and making its parameters: ~15 ms for the eight commands, plus importing their
+    modules); a run needs one. Typer's group reads its commands only through this mapping (looking one up,
+    listing the names for help and for "did you mean"), so `kueuediag why …` imports and builds `why` alone and
+    `kueuediag --help` builds them all, in the order of `COMMANDS`, as before.
+    """
+
+    def __init__(self, rich_markup_mode: Any) -> None:
+        self._modules: dict[str, str | None] = dict(COMMANDS)  # None: added already built (add_command)
+        self._markup = rich_markup_mode
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            from importlib import import_module
+
+            from typer.main import get_command_from_info
+
+            module = self._modules[name]  # KeyError: no such command
+            assert module is not None  # only added commands have none, and they are built
+            holder = typer.Typer()
+            import_module(f"kueuediag.cli.{module}").register(holder)
+            [info] = holder.registered_commands
+            self._built[name] = get_command_from_info(info, pretty_exceptions_short=holder.pretty_exceptions_short,
+                                                      rich_markup_mode=self._markup)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._modules.setdefault(name, None)
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._modules[name]
+        self._built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __len__(self) -> int:
+        return len(self._modules)
 
 
 def _spare_coercion(params: list[Any]) -> None:
@@ -129,7 +189,7 @@ def _deferred_coercion() -> type[Any]:
 
 def build_app() -> typer.Typer:
     app = typer.Typer(
-        cls=_RootGroup,
+        cls=_RootGroup,  # its commands are COMMANDS, each imported and built when first used
         name="kueuediag",
         help="Why is my Kueue workload pending? A ranked, evidence-backed verdict from a snapshot or a live cluster.",
         no_args_is_help=True,
@@ -145,25 +205,6 @@ def build_app() -> typer.Typer:
     ) -> None:
         """kueuediag: diagnose pending Kueue workloads."""
 
-    from kueuediag.cli import (
-        checks_cmd,
-        completion_cmd,
-        demo_cmd,
-        explain_cmd,
-        health_cmd,
-        rules_cmd,
-        snapshot_cmd,
-        why_cmd,
-    )
-
-    why_cmd.register(app)
-    health_cmd.register(app)
-    rules_cmd.register(app)
-    demo_cmd.register(app)
-    checks_cmd.register(app)
-    explain_cmd.register(app)
-    snapshot_cmd.register(app)
-    completion_cmd.register(app)
     return app
 
 
