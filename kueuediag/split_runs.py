@@ -12,8 +12,8 @@ fixture case).
 What the serial run does when a check raises (the target's own objects are unreadable: exit 2) is kept too:
 the earliest check in order that raises is the one whose error is raised — a log reader that raised in the
 child is run again here, where it raises the same error. A child that dies, or sends something unreadable, has
-its checks run here instead. The child never writes to stdout, never runs the parent's exit handlers, and is
-killed if this process stops first.
+its checks run here instead. The child never writes to stdout, never runs the parent's exit handlers, is
+killed if this process stops first, and stops between two checks when this process was killed.
 
 Worth it only when the logs are large enough to outweigh the fork and the analyses both processes work out
 (`worth_splitting`); `why --jobs 1` never forks, and `auto_jobs` forks only onto idle CPUs.
@@ -107,8 +107,11 @@ def _child(out: int, checks: list[Check], snap: Snapshot, target: Target, settin
         import pickle  # here and in _receive: only a split run sends runs back (a small `why` starts without it)
 
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        parent = os.getppid()
         runs: list[CheckRun | str] = []
         for check in checks:
+            if os.getppid() != parent:  # the main process was killed: nobody will read the runs
+                break
             try:
                 runs.append(run_configured(check, snap, target, settings))
             except Exception:  # noqa: BLE001 - the parent runs it again and raises what the serial loop raises
