@@ -141,14 +141,15 @@ def ev(
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def assemble(cls: type[_M], values: dict[str, Any]) -> _M:
+def assemble(cls: type[_M], values: dict[str, Any], given: Iterable[str] | None = None) -> _M:
     """An instance of the frozen model `cls` holding `values`: every field of `cls`, in field order, each value
     exactly what validating it would keep. The same instance validation builds (equal, same dump, same hash),
     without running the validator: only for values the caller knows are already of their fields' types (plain
-    strings, or models that were validated when they were built), never for a plugin's or the user's input."""
+    strings, or models that were validated when they were built), never for a plugin's or the user's input.
+    `given`: the fields the equivalent constructor call names (its `model_fields_set`), default all."""
     obj = _new(cls)
     _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", set(values))
+    _set(obj, "__pydantic_fields_set__", set(values if given is None else given))
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", None)
     return obj
@@ -273,18 +274,28 @@ class CheckResult(_Frozen):
             raise ValueError("a fired result needs at least one finding or contribution")
         return cls(outcome=Outcome.FIRED, findings=fs, contributions=cs)
 
+    # The constructors below assemble the result when every value already has its field's exact type (Evidence
+    # items, plain strings), which is what validating them would keep; other values are validated as before.
+    # Every check returns one of these for every pending workload of a fleet scan.
+
     @classmethod
     def ruled_out(cls, *evidence: Evidence, reason: str = "") -> CheckResult:
         if not evidence:
             raise ValueError("ruled out needs the evidence that rules the cause out")
+        if cls is CheckResult and type(reason) is str and all(type(e) is Evidence for e in evidence):
+            return _result(Outcome.RULED_OUT, reason, evidence=evidence)
         return cls(outcome=Outcome.RULED_OUT, evidence=evidence, reason=reason)
 
     @classmethod
     def could_not_check(cls, input: str, reason: str) -> CheckResult:  # noqa: A002 - the input's name
+        if cls is CheckResult and type(input) is str and type(reason) is str:
+            return _result(Outcome.COULD_NOT_CHECK, reason, input=input)
         return cls(outcome=Outcome.COULD_NOT_CHECK, input=input, reason=reason)
 
     @classmethod
     def not_applicable(cls, reason: str) -> CheckResult:
+        if cls is CheckResult and type(reason) is str:
+            return _result(Outcome.NOT_APPLICABLE, reason)
         return cls(outcome=Outcome.NOT_APPLICABLE, reason=reason)
 
     @classmethod
@@ -295,6 +306,15 @@ class CheckResult(_Frozen):
         if fs or cs:
             return cls.fired(fs, cs)
         return cls.ruled_out(*evidence, reason=reason)
+
+
+def _result(outcome: Outcome, reason: str, evidence: tuple[Evidence, ...] = (), input: str | None = None  # noqa: A002
+            ) -> CheckResult:
+    """A CheckResult assembled from already-typed values, with the fields its constructor call would name."""
+    given = ("outcome", "evidence", "reason") if evidence else ("outcome", "input", "reason") if input is not None \
+        else ("outcome", "reason")
+    return assemble(CheckResult, {"outcome": outcome, "findings": (), "contributions": (), "evidence": evidence,
+                                  "reason": reason, "input": input}, given)
 
 
 class CheckRun(_Frozen):

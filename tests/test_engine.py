@@ -317,3 +317,33 @@ def test_builtin_runs_assembled_equal_validated_runs(fixture: str) -> None:
             assert run.model_dump() == validated.model_dump() and run.model_fields_set == validated.model_fields_set
             compared += 1
     assert compared > 0
+
+
+def test_result_constructors_assemble_what_validation_builds() -> None:
+    """CheckResult.ruled_out / could_not_check / not_applicable assemble the result when the values already have
+    their fields' types: equal to the validated result, same fields set; other values are still validated."""
+    from kueuediag.models import Evidence
+
+    e1, e2 = ev("derived", "looked", kind="Node", name="n"), ev("metric", "fine", field="up")
+    pairs = [
+        (CheckResult.ruled_out(e1, e2, reason="why"),
+         CheckResult(outcome=Outcome.RULED_OUT, evidence=(e1, e2), reason="why")),
+        (CheckResult.ruled_out(e1), CheckResult(outcome=Outcome.RULED_OUT, evidence=(e1,), reason="")),
+        (CheckResult.could_not_check("metrics", "not collected"),
+         CheckResult(outcome=Outcome.COULD_NOT_CHECK, input="metrics", reason="not collected")),
+        (CheckResult.could_not_check("", "no input named"),
+         CheckResult(outcome=Outcome.COULD_NOT_CHECK, input="", reason="no input named")),
+        (CheckResult.not_applicable("not pending"), CheckResult(outcome=Outcome.NOT_APPLICABLE, reason="not pending")),
+    ]
+    for fast, slow in pairs:
+        assert fast == slow and list(fast.__dict__) == list(slow.__dict__) and repr(fast) == repr(slow)
+        assert fast.model_fields_set == slow.model_fields_set and fast.model_dump() == slow.model_dump()
+    # a dict is validated into an Evidence, as before; a wrong type is refused, as before
+    lax = CheckResult.ruled_out({"source": "derived", "observed": "x"})  # type: ignore[arg-type]
+    assert lax.evidence == (Evidence(source="derived", observed="x"),)
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        CheckResult.not_applicable(42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        CheckResult.ruled_out("not evidence")  # type: ignore[arg-type]
