@@ -50,6 +50,7 @@ from kueuediag.snapshot.kueue import (
 )
 from kueuediag.snapshot.metrics import MetricStore, Series, metric_store, sums_at, value_at
 from kueuediag.snapshot.model import Snapshot
+from kueuediag.timeutil import format_rfc3339
 
 # --- fitting in unused nominal quota ------------------------------------------------------------------------
 
@@ -659,7 +660,7 @@ def resource_pending_history(store: MetricStore, cq: str, resource: str, need: D
 
 
 def _iso(t: datetime | None) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if t else "?"
+    return format_rfc3339(t) if t else "?"
 
 
 # --- the recomputation against Kueue's record ---------------------------------------------------------------
