@@ -29,6 +29,8 @@ def declared(group: str) -> list[str] | None:
         return None  # another finder publishes distributions this scan cannot see
     values: list[str] = []
     for entry in sys.path:
+        if not isinstance(entry, str):
+            return None  # a Path or bytes someone put on sys.path: leave it to importlib.metadata
         root = entry or "."
         if root.lower().endswith(".egg"):
             return None

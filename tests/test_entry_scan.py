@@ -69,6 +69,9 @@ def test_cannot_tell_means_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     with monkeypatch.context() as m:
         m.syspath_prepend(str(tmp_path / "old.egg"))
         assert declared(registry.GROUP) is None
+    with monkeypatch.context() as m:
+        m.setattr(sys, "path", [tmp_path, *sys.path])
+        assert declared(registry.GROUP) is None
 
     class Finder:
         def find_spec(self, *args: Any) -> None:
