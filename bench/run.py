@@ -6,7 +6,9 @@
     python bench/run.py --live-only --live-scales 0.25,0.5 --repeat 1   # live why and snapshot -A only
 
 Every figure is the best of ``--repeat`` runs, each in a fresh interpreter, measured in one run of this script on
-one machine, so the ratios between them hold even when the machine is busy:
+one machine. The floor is also run right before each run of `why`, `health` and `--all-pending`, and each ratio
+is taken against the best floor of its own series ("of the floor beside it"): the development VM's speed drifts
+by a third within minutes, which made ratios against a floor measured minutes earlier move by ±0.4.
 
   floor            read every file of the snapshot with orjson (JSON) or as bytes (logs, metrics), GC off —
                    the fastest honest way to read the snapshot
@@ -190,6 +192,26 @@ def best(cmd: Sequence[str], repeat: int, env: dict[str, str] | None = None, tre
                tree_rss_mib=max(r.tree_rss_mib for r in runs), tree_pss_mib=max(r.tree_pss_mib for r in runs))
 
 
+def paired(cmd: Sequence[str], floor_cmd: Sequence[str], repeat: int, tree: bool = False) -> tuple[float, Run]:
+    """`best` of `cmd`, each run right after a run of the floor: (the best floor of the series, the best run).
+
+    The development VM's speed drifts by a third within minutes, so a ratio is taken against the floor measured
+    beside the command, not against one measured minutes earlier."""
+    floors: list[float] = []
+    runs: list[Run] = []
+    for _ in range(repeat):
+        floors.append(run_once(floor_cmd).seconds)
+        runs.append(run_once(cmd, tree=tree))
+    return min(floors), Run(min(r.seconds for r in runs), max(r.rss_mib for r in runs), runs[-1].stdout,
+                            min(r.cpu for r in runs), tree_rss_mib=max(r.tree_rss_mib for r in runs),
+                            tree_pss_mib=max(r.tree_pss_mib for r in runs))
+
+
+def beside(value: float, floor: float, target: float) -> str:
+    """The ratio to the floor measured beside the command (see `paired`)."""
+    return f"{ratio(value, floor, target)} of the floor beside it ({floor:.2f} s)"
+
+
 def snapshot_bytes(snap: Path) -> int:
     return sum(p.stat().st_size for p in snap.rglob("*") if p.is_file())
 
@@ -225,14 +247,15 @@ def measure_snapshot(snap: Path, repeat: int, quick: bool) -> None:
     target = manifest["benchTarget"]
     size = snapshot_bytes(snap)
     size_mib = size / 2**20
-    floor = best([sys.executable, "-c", FLOOR, str(snap)], repeat)
+    floor_cmd = [sys.executable, "-c", FLOOR, str(snap)]
+    floor = best(floor_cmd, repeat)
     why_args = ("why", f"workload/{target['workload']}", "-n", target["namespace"], "--from", str(snap), "-o", "json")
-    why = best(kd(*why_args), repeat, tree=True)
+    why_floor, why = paired(kd(*why_args), floor_cmd, repeat, tree=True)
     verdict = json.loads(why.stdout)
     print(f"snapshot        {size_mib:9.1f} MiB  {snap}")
     print(f"floor           {floor.seconds:9.2f} s    orjson + bytes, GC off   peak RSS {floor.rss_mib:7.0f} MiB   "
           f"cpu {floor.cpu:6.2f} s")
-    print(f"why             {why.seconds:9.2f} s    {ratio(why.seconds, floor.seconds, 2.0)}   "
+    print(f"why             {why.seconds:9.2f} s    {beside(why.seconds, why_floor, 2.0)}   "
           f"peak RSS {why.rss_mib:7.0f} MiB = {why.rss_mib / size_mib:4.2f}× the snapshot (target ≤ 2.0×)   "
           f"{cpu(why, floor)}   verdict {verdict['verdict']['cause']}")
     print(f"  whole tree      {why.tree_rss_mib:7.0f} MiB RSS / {why.tree_pss_mib:7.0f} MiB PSS = "
@@ -240,26 +263,27 @@ def measure_snapshot(snap: Path, repeat: int, quick: bool) -> None:
           "on an idle machine)")
     checks = sorted(verdict.get("checks", []), key=lambda c: -c.get("durationMs", 0))[:4]
     print("  slowest checks  " + ", ".join(f"{c['code']} {c.get('durationMs', 0):.0f} ms" for c in checks))
-    serial = best(kd(*why_args, "--jobs", "1"), repeat)
-    print(f"  in one process {serial.seconds:8.2f} s    {ratio(serial.seconds, floor.seconds, 2.0)}   "
+    serial_floor, serial = paired(kd(*why_args, "--jobs", "1"), floor_cmd, repeat)
+    print(f"  in one process {serial.seconds:8.2f} s    {beside(serial.seconds, serial_floor, 2.0)}   "
           f"peak RSS {serial.rss_mib:7.0f} MiB = {serial.rss_mib / size_mib:4.2f}× the snapshot   {cpu(serial, floor)}"
           "   (--jobs 1; the same verdict)")
     if _without_timings(serial.stdout) != _without_timings(why.stdout):
         sys.exit("why printed a different document with --jobs 1")
     if has_command("health"):
-        health = best(kd("health", "--from", str(snap), "-A", "-o", "json", "--exit-zero"), repeat)
-        print(f"health          {health.seconds:9.2f} s    {ratio(health.seconds, floor.seconds, 3.0)}   "
+        health_floor, health = paired(kd("health", "--from", str(snap), "-A", "-o", "json", "--exit-zero"),
+                                      floor_cmd, repeat)
+        print(f"health          {health.seconds:9.2f} s    {beside(health.seconds, health_floor, 3.0)}   "
               f"peak RSS {health.rss_mib:7.0f} MiB = {health.rss_mib / size_mib:4.2f}× the snapshot (target ≤ 3.0×)   "
               f"{cpu(health, floor)}")
-        allp = best(kd("health", "--from", str(snap), "-A", "--all-pending", "-o", "jsonl", "--exit-zero"), repeat,
-                    tree=True)
+        allp_floor, allp = paired(kd("health", "--from", str(snap), "-A", "--all-pending", "-o", "jsonl",
+                                     "--exit-zero"), floor_cmd, repeat, tree=True)
         lines = sum(1 for line in allp.stdout.splitlines() if line.strip())
-        print(f"all-pending     {allp.seconds:9.2f} s    {ratio(allp.seconds, floor.seconds, 4.0)}   "
+        print(f"all-pending     {allp.seconds:9.2f} s    {beside(allp.seconds, allp_floor, 4.0)}   "
               f"{lines} results   peak RSS {allp.rss_mib:7.0f} MiB (largest process), whole tree "
               f"{allp.tree_rss_mib:7.0f} MiB RSS / {allp.tree_pss_mib:7.0f} MiB PSS   {cpu(allp, floor)}")
-        one = best(kd("health", "--from", str(snap), "-A", "--all-pending", "-o", "jsonl", "--exit-zero", "-j", "1"),
-                   repeat, tree=True)
-        print(f"  in one process {one.seconds:8.2f} s    {ratio(one.seconds, floor.seconds, 4.0)}   "
+        one_floor, one = paired(kd("health", "--from", str(snap), "-A", "--all-pending", "-o", "jsonl", "--exit-zero",
+                                   "-j", "1"), floor_cmd, repeat, tree=True)
+        print(f"  in one process {one.seconds:8.2f} s    {beside(one.seconds, one_floor, 4.0)}   "
               f"peak RSS {one.rss_mib:7.0f} MiB   {cpu(one, floor)}   (--jobs 1; the same output)")
         if one.stdout != allp.stdout and _without_timings(one.stdout) != _without_timings(allp.stdout):
             sys.exit("all-pending printed different documents with --jobs 1")
