@@ -187,7 +187,11 @@ def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence
 
 
 def best(cmd: Sequence[str], repeat: int, env: dict[str, str] | None = None, tree: bool = False) -> Run:
-    runs = [run_once(cmd, env, tree=tree) for _ in range(repeat)]
+    return best_of([run_once(cmd, env, tree=tree) for _ in range(repeat)])
+
+
+def best_of(runs: Sequence[Run]) -> Run:
+    """The fastest wall and CPU time of `runs`, the largest memory, the last output."""
     return Run(min(r.seconds for r in runs), max(r.rss_mib for r in runs), runs[-1].stdout, min(r.cpu for r in runs),
                tree_rss_mib=max(r.tree_rss_mib for r in runs), tree_pss_mib=max(r.tree_pss_mib for r in runs))
 
@@ -202,9 +206,7 @@ def paired(cmd: Sequence[str], floor_cmd: Sequence[str], repeat: int, tree: bool
     for _ in range(repeat):
         floors.append(run_once(floor_cmd).seconds)
         runs.append(run_once(cmd, tree=tree))
-    return min(floors), Run(min(r.seconds for r in runs), max(r.rss_mib for r in runs), runs[-1].stdout,
-                            min(r.cpu for r in runs), tree_rss_mib=max(r.tree_rss_mib for r in runs),
-                            tree_pss_mib=max(r.tree_pss_mib for r in runs))
+    return min(floors), best_of(runs)
 
 
 def beside(value: float, floor: float, target: float) -> str:

@@ -38,8 +38,6 @@ MIN_LOG_CHARS = 4_000_000
 """below this much controller log text (~10,000 lines, ~0.1 s to parse and match) a fork costs more than it
 saves; `--jobs 2` forks whatever the size"""
 
-_RAISED = "raised"
-
 
 def split_jobs(snap: Snapshot, requested: int | None) -> int:
     """The processes a diagnosis of `snap` uses: what was asked for (`--jobs`), else two when the logs are worth
@@ -64,6 +62,7 @@ def run_split(checks: Sequence[Check], snap: Snapshot, target: Target, settings:
     """`run_configured` of every check, in order, the log readers in a forked child (see the module doc); the
     serial loop when nothing splits (no log reader, or nothing else)."""
     side = [i for i, c in enumerate(checks) if reads_logs(c)]
+    theirs_at = set(side)
     if not side or len(side) == len(checks) or not can_fork():
         return [run_configured(c, snap, target, settings) for c in checks]
     read_end, write_end = os.pipe()
@@ -78,7 +77,7 @@ def run_split(checks: Sequence[Check], snap: Snapshot, target: Target, settings:
         mine: dict[int, CheckRun] = {}
         raised: tuple[int, BaseException] | None = None
         for i, check in enumerate(checks):
-            if i in side:
+            if i in theirs_at:
                 continue
             try:
                 mine[i] = run_configured(check, snap, target, settings)
@@ -93,7 +92,7 @@ def run_split(checks: Sequence[Check], snap: Snapshot, target: Target, settings:
     for i, check in enumerate(checks):
         if raised is not None and i == raised[0]:
             raise raised[1]
-        run = mine.get(i) if i not in side else theirs.get(i)
+        run = theirs.get(i) if i in theirs_at else mine.get(i)
         # a log reader the child did not run (it raised there, or the child died): run here, as the serial loop
         out.append(run if run is not None else run_configured(check, snap, target, settings))
     return out
@@ -108,14 +107,13 @@ def _child(out: int, checks: list[Check], snap: Snapshot, target: Target, settin
 
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         parent = os.getppid()
-        runs: list[CheckRun | str] = []
+        runs: list[CheckRun] = []
         for check in checks:
             if os.getppid() != parent:  # the main process was killed: nobody will read the runs
                 break
             try:
                 runs.append(run_configured(check, snap, target, settings))
-            except Exception:  # noqa: BLE001 - the parent runs it again and raises what the serial loop raises
-                runs.append(_RAISED)
+            except Exception:  # noqa: BLE001 - not sent: the parent runs it again and raises what the serial loop raises
                 break
         data = memoryview(pickle.dumps(runs, protocol=pickle.HIGHEST_PROTOCOL))
         while data:
