@@ -22,14 +22,13 @@ Worth it only when the logs are large enough to outweigh the fork and the analys
 from __future__ import annotations
 
 import os
-import signal
-import sys
 from collections.abc import Sequence
 
 from kueuediag.check import Check
 from kueuediag.config import Settings
 from kueuediag.cores import auto_jobs, can_fork
 from kueuediag.engine import run_configured
+from kueuediag.forked import Forked, parent_gone
 from kueuediag.models import CheckRun
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
@@ -63,19 +62,15 @@ def run_split(checks: Sequence[Check], snap: Snapshot, target: Target, settings:
     serial loop when nothing splits (no log reader, or nothing else)."""
     side = [i for i, c in enumerate(checks) if reads_logs(c)]
     theirs_at = set(side)
-    if not side or len(side) == len(checks) or not can_fork():
+    if not side or len(side) == len(checks):
         return [run_configured(c, snap, target, settings) for c in checks]
-    read_end, write_end = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child's coverage is not collected; tests compare what it sends
-        os.close(read_end)
-        _child(write_end, [checks[i] for i in side], snap, target, settings)
-    os.close(write_end)
-    try:
+    theirs: dict[int, CheckRun] = {}
+    raised: tuple[int, BaseException] | None = None
+    child = Forked.start(lambda: _run_side([checks[i] for i in side], snap, target, settings))
+    if child is None:
+        return [run_configured(c, snap, target, settings) for c in checks]
+    with child:
         mine: dict[int, CheckRun] = {}
-        raised: tuple[int, BaseException] | None = None
         for i, check in enumerate(checks):
             if i in theirs_at:
                 continue
@@ -84,10 +79,9 @@ def run_split(checks: Sequence[Check], snap: Snapshot, target: Target, settings:
             except Exception as exc:  # noqa: BLE001 - raised below, unless an earlier log reader raises first
                 raised = (i, exc)
                 break
-        theirs = _receive(read_end, side)
-    finally:
-        os.close(read_end)
-        _reap(pid)
+        runs = child.result()
+        if isinstance(runs, list):  # else it died or sent nothing readable: the parent runs those checks itself
+            theirs = {i: run for i, run in zip(side, runs, strict=False) if isinstance(run, CheckRun)}
     out: list[CheckRun] = []
     for i, check in enumerate(checks):
         if raised is not None and i == raised[0]:
@@ -98,53 +92,16 @@ def run_split(checks: Sequence[Check], snap: Snapshot, target: Target, settings:
     return out
 
 
-def _child(out: int, checks: list[Check], snap: Snapshot, target: Target, settings: Settings) -> None:
-    """The child's whole life: run its checks in order until one raises, send the runs, end without the
-    parent's exit path."""
-    code = 0
-    try:
-        import pickle  # here and in _receive: only a split run sends runs back (a small `why` starts without it)
-
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        parent = os.getppid()
-        runs: list[CheckRun] = []
-        for check in checks:
-            if os.getppid() != parent:  # the main process was killed: nobody will read the runs
-                break
-            try:
-                runs.append(run_configured(check, snap, target, settings))
-            except Exception:  # noqa: BLE001 - not sent: the parent runs it again and raises what the serial loop raises
-                break
-        data = memoryview(pickle.dumps(runs, protocol=pickle.HIGHEST_PROTOCOL))
-        while data:
-            data = data[os.write(out, data):]
-    except BaseException:  # noqa: BLE001 - whatever happens, never return into the parent's code
-        code = 1
-    os._exit(code)
-
-
-def _receive(fd: int, side: list[int]) -> dict[int, CheckRun]:
-    """The child's runs by check index; what it did not send (it died, or a check raised) is left out."""
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    try:
-        import pickle
-
-        runs = pickle.loads(b"".join(chunks))
-    except Exception:  # noqa: BLE001 - a truncated or garbled reply: the parent runs those checks itself
-        return {}
-    if not isinstance(runs, list):
-        return {}
-    return {i: run for i, run in zip(side, runs, strict=False) if isinstance(run, CheckRun)}
-
-
-def _reap(pid: int) -> None:
-    """Wait for the child; kill it first when it is still running (this process stopped early)."""
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == 0:
-            os.kill(pid, signal.SIGTERM)
-            os.waitpid(pid, 0)
-    except (ChildProcessError, ProcessLookupError):
-        pass
+def _run_side(checks: list[Check], snap: Snapshot, target: Target, settings: Settings) -> list[CheckRun]:
+    """In the child: its checks' runs, in order, up to the first that raises (the parent runs that one again
+    and raises what the serial loop raises) or until the parent is gone."""
+    parent = os.getppid()
+    runs: list[CheckRun] = []
+    for check in checks:
+        if parent_gone(parent):  # the main process was killed: nobody will read the runs
+            break
+        try:
+            runs.append(run_configured(check, snap, target, settings))
+        except Exception:  # noqa: BLE001 - not sent: the parent runs it again
+            break
+    return runs

@@ -128,7 +128,8 @@ def register(app: typer.Typer) -> None:
             None, "--since", metavar="DURATION", help="Live: how far back for logs and metrics (2h)."),
         jobs: int | None = typer.Option(
             None, "--jobs", "-j", min=1, metavar="N",
-            help="Processes diagnosing heads (default: one per idle CPU for 200+ heads; output identical)."),
+            help="Processes parsing the snapshot and diagnosing heads (default: one per idle CPU for a large "
+                 "snapshot or 200+ heads; 1 never forks; output identical)."),
         cluster: dict[str, Any] | None = None,
     ) -> None:
         """Fleet health: every ClusterQueue, flavor and stuck object, and each queue's pending head."""
@@ -164,9 +165,11 @@ def register(app: typer.Typer) -> None:
         def load() -> Snapshot:
             if source is not None:
                 from kueuediag.examples import resolve_source
+                from kueuediag.snapshot.limits import limits_from
                 from kueuediag.snapshot.loader import load_snapshot
 
-                return load_snapshot(resolve_source(source), now=moment)
+                return load_snapshot(resolve_source(source), now=moment, limits=limits_from(settings.limits),
+                                     jobs=jobs)
             return collect_live(settings, namespaces, moment)
 
         def cycle() -> HealthReport:

@@ -89,7 +89,7 @@ def diagnose_and_print(
     t0 = time.perf_counter()
     raw: RawSnapshot | None = None
     if source:
-        snap = load_snapshot(resolve_source(source), now=moment, limits=limits_from(settings.limits))
+        snap = load_snapshot(resolve_source(source), now=moment, limits=limits_from(settings.limits), jobs=jobs)
         target, namespace = _target_in_snapshot(snap, target, namespace, settings)
     else:
         if target is None:
@@ -236,8 +236,8 @@ def register(app: typer.Typer) -> None:
         watch_count: int | None = typer.Option(None, "--watch-count", min=1, help="With --watch: stop after N cycles."),
         jobs: int | None = typer.Option(
             None, "--jobs", "-j", min=1, metavar="N",
-            help="Processes for the checks: 2 runs the log checks beside the others (default: 2 on an idle "
-                 "machine when the controller logs are large; the verdict is the same)."),
+            help="Processes: 2 parses the object files and runs the log checks in two (default: 2 on an idle "
+                 "machine for a large snapshot; 1 never forks; the verdict is the same)."),
         cluster: dict[str, Any] | None = None,
     ) -> None:
         """Explain why a workload is pending: the cause, the key number and the first fix, then the evidence."""

@@ -129,6 +129,21 @@ class OpenFile:
             pass
 
 
+class InMemory:
+    """Bytes read whole (an archive's member, a small file), from which held items are read back by offset as
+    from an :class:`OpenFile`: what a child process that split the bytes can name by offset and length."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read(self, offset: int, length: int) -> memoryview:
+        return memoryview(self.data)[offset:offset + length]
+
+
+Source = OpenFile | InMemory
+"""Where a held item read by offset is read back from."""
+
+
 class Held:
     """One object of a snapshot: its identity and index keys, and the object itself once decoded."""
 
@@ -169,9 +184,33 @@ class Held:
         self._len = 0
         self._obj = obj
 
-    def at(self, source: OpenFile, offset: int, length: int) -> None:
+    def at(self, source: Source, offset: int, length: int) -> None:
         """Read the object back from `source` (`length` bytes at `offset`) when it is decoded."""
         self._raw, self._off, self._len = source, offset, length
+
+    def state(self) -> tuple[Any, ...] | None:
+        """Everything but where it is read back from, for a record read by offset and not decoded yet (else
+        None): what a child process that split a file sends of it (:mod:`kueuediag.snapshot.split_load`)."""
+        if self._obj is not None or not isinstance(self._raw, Source):
+            return None
+        return (self.kind, self.api_version, self.name, self.namespace, self.uid, self.rv, self.owners, self.labels,
+                self.annotations, self.settled, self.origin, self.settled_at, self.settled_in, self.settled_usage,
+                self._off, self._len)
+
+    @classmethod
+    def from_state(cls, state: tuple[Any, ...], source: Source) -> Held:
+        """The record `state` describes, read back from `source` (this process's copy of the same bytes)."""
+        held = cls.__new__(cls)
+        (kind, api_version, held.name, namespace, held.uid, held.rv, held.owners, labels, annotations, held.settled,
+         held.origin, held.settled_at, held.settled_in, held.settled_usage, held._off, held._len) = state
+        held.kind = intern(kind)
+        held.api_version = intern(api_version)
+        held.namespace = intern(namespace) if namespace else namespace
+        held.labels = labels or _NONE
+        held.annotations = annotations or _NONE
+        held._raw = source
+        held._obj = None
+        return held
 
     @property
     def decoded(self) -> bool:
@@ -182,7 +221,7 @@ class Held:
         obj = self._obj
         if obj is None:
             raw = self._raw
-            obj = jsonload.loads(raw.read(self._off, self._len) if isinstance(raw, OpenFile) else memoryview(raw))
+            obj = jsonload.loads(raw.read(self._off, self._len) if isinstance(raw, Source) else memoryview(raw))
             obj.setdefault("kind", self.kind)
             obj.setdefault("apiVersion", self.api_version)
             annotations = obj["metadata"].get("annotations")
@@ -214,12 +253,13 @@ _SEPARATOR = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*")
 
 
 def split_list(data: bytes | mmap.mmap, origin: str,
-               source: OpenFile | None = None) -> list[dict[str, Any] | Held] | None:
+               source: Source | None = None) -> list[dict[str, Any] | Held] | None:
     """The items of a kubectl JSON List: bulk kinds as Held, the rest decoded; None when `data` is not a List
     msgspec can read (the caller parses it the ordinary way and reports any error).
 
-    With `source` (the file `data` maps), a held item remembers its offset and length in the file instead of a
-    slice of `data`, so the caller can unmap the file once it is split."""
+    With `source` (the file `data` maps, or `data` itself), a held item remembers its offset and length in it
+    instead of a slice of `data`, so the caller can unmap the file once it is split, or a child process that
+    split it can name the item by offset."""
     try:
         envelope = _LIST.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):

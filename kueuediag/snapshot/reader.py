@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import tarfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +25,7 @@ import yaml
 from kueuediag import jsonload
 from kueuediag.errors import InputError, clip, shown
 from kueuediag.records import dataclass
-from kueuediag.snapshot.held import Held, OpenFile, split_list
+from kueuediag.snapshot.held import Held, InMemory, OpenFile, split_list
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, FLAG_NAMES, Limits
 from kueuediag.yamlload import LOADER, safe_load_all
 
@@ -90,8 +90,12 @@ class _Budget:
             raise self.exceeded(f"{self.source}: {self.bytes:,} bytes read", "max_bytes")
 
 
-def read_snapshot(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -> RawSnapshot:
-    """Read a snapshot from `path` (directory, tarball or single object file)."""
+def read_snapshot(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS,
+                  parse_files: ParseFiles | None = None) -> RawSnapshot:
+    """Read a snapshot from `path` (directory, tarball or single object file); a layout's object files are
+    parsed by `parse_files` (default `parse_in_order`; :mod:`kueuediag.snapshot.split_load` parses a large
+    snapshot's in two processes)."""
+    parse_files = parse_files or parse_in_order
     p = Path(path)
     budget = _Budget(str(p), limits)
     try:
@@ -102,13 +106,13 @@ def read_snapshot(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS)
         raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
         raw = RawSnapshot(source=str(p))
-        return _read_tree(raw, _dir_entries(p, budget, raw), budget)
+        return _read_tree(raw, _dir_entries(p, budget, raw), budget, parse_files)
     if not stat.S_ISREG(st.st_mode):
         raise InputError(f"{p}: not a regular file (a device, FIFO or socket is never read)")
     name = p.name.lower()
     if name.endswith((".tar.gz", ".tgz", ".tar")):
         raw = RawSnapshot(source=str(p))
-        return _read_tree(raw, _tar_entries(p, budget, raw), budget)
+        return _read_tree(raw, _tar_entries(p, budget, raw), budget, parse_files)
     if name.endswith(OBJECT_SUFFIXES):
         raw = RawSnapshot(source=str(p))
         data = _read_regular(p, p.name, budget, tail=False)
@@ -146,6 +150,15 @@ class Mapped:
 
     map: mmap.mmap
     file: OpenFile
+
+
+FileData = bytes | Mapped
+ParseFiles = Callable[[Sequence[tuple[str, FileData]], Limits], Iterable[list[dict[str, Any] | Held]]]
+"""Parses object files: each file's `parse_objects`, in file order (a file's error raised at its turn)."""
+
+
+def parse_in_order(files: Sequence[tuple[str, FileData]], limits: Limits) -> Iterator[list[dict[str, Any] | Held]]:
+    return (parse_objects(rel, data, limits) for rel, data in files)
 
 
 def _read_regular(full: Path, rel: str, budget: _Budget, tail: bool) -> bytes | Mapped:
@@ -275,10 +288,13 @@ def _tail_note(rel: str, kept: int, size: int) -> str:
 # --- what the bytes are -------------------------------------------------------------------------------------
 
 
-def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, bytes | Mapped]], budget: _Budget) -> RawSnapshot:
+def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, FileData]], budget: _Budget,
+               parse_files: ParseFiles) -> RawSnapshot:
+    """Every file read first (a large JSON file is only mapped), then the object files parsed in file order."""
     source = raw.source
     seen_layout = False
-    loose: list[tuple[str, bytes | Mapped]] = []
+    loose: list[tuple[str, FileData]] = []
+    layout: list[tuple[str, FileData]] = []
     for rel, data in entries:
         top = rel.split("/", 1)[0]
         lower = rel.lower()
@@ -286,7 +302,7 @@ def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, bytes | Mapped]], 
             raw.manifest = _parse_manifest(source, _plain(data))
             seen_layout = True
         elif top == "objects" and lower.endswith(OBJECT_SUFFIXES):
-            _add_objects(raw, rel, parse_objects(rel, data, budget.limits), budget)
+            layout.append((rel, data))
             seen_layout = True
         elif top == "metrics" and lower.endswith(METRIC_SUFFIXES):
             raw.metrics[rel] = _side_text(raw, rel, _plain(data))
@@ -297,10 +313,11 @@ def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, bytes | Mapped]], 
         elif lower.endswith(OBJECT_SUFFIXES) and top not in ("metrics", "logs"):
             loose.append((rel, data))
     raw.warnings.extend(budget.notes)
-    if not seen_layout:
-        # A plain folder of kubectl output (one file per object, Lists, nested folders): read it all as objects.
-        for rel, data in loose:
-            _add_objects(raw, rel, parse_objects(rel, data, budget.limits), budget)
+    # Without a layout, a plain folder of kubectl output (one file per object, Lists, nested folders): read it all
+    # as objects.
+    files = layout if seen_layout else loose
+    for (rel, _), objs in zip(files, parse_files(files, budget.limits), strict=True):
+        _add_objects(raw, rel, objs, budget)
     if not raw.objects and not raw.metrics and not raw.logs:
         raise InputError(f"{source}: no Kubernetes objects, metrics or logs found (see docs/snapshot-format.md)")
     return raw
@@ -374,23 +391,22 @@ def _parse_problem(exc: BaseException) -> str:
     return clip(str(exc), 120)
 
 
-def parse_objects(rel: str, data: bytes | Mapped, limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any] | Held]:
+def parse_objects(rel: str, data: bytes | Mapped, limits: Limits = DEFAULT_LIMITS,
+                  by_offset: bool = False) -> list[dict[str, Any] | Held]:
     """Parse one kubectl output file: a single object, a `kind: List`, or multi-document YAML.
 
-    A JSON List is split into its items and those of a bulk kind are held undecoded (:mod:`.held`).
+    A JSON List is split into its items and those of a bulk kind are held undecoded (:mod:`.held`): read back
+    by offset from a mapped file, else as slices of the bytes (by offset in them too with `by_offset`).
     """
     if rel.lower().endswith(".json"):
         if isinstance(data, Mapped):
             items = split_list(data.map, rel, data.file)
             plain = data.map[:] if items is None else b""
-            try:
-                data.map.close()  # held items are read back by offset (unless a slice of the map still refers to it)
-            except BufferError:
-                pass
+            unmap(data)
             if items is None:
                 return _parse_documents(rel, plain, limits)
         else:
-            items = split_list(data, rel)
+            items = split_list(data, rel, InMemory(data) if by_offset else None)
         if items is not None:
             where = f"{rel} (document 1)"
             for j, item in enumerate(items):
@@ -398,6 +414,15 @@ def parse_objects(rel: str, data: bytes | Mapped, limits: Limits = DEFAULT_LIMIT
                     _check_object(f"{where} item {j + 1}", item)
             return items
     return _parse_documents(rel, _plain(data), limits)
+
+
+def unmap(data: Mapped) -> None:
+    """Unmap a file once it is split: its held items are read back by offset (unless a slice of the map still
+    refers to it)."""
+    try:
+        data.map.close()
+    except BufferError:
+        pass
 
 
 def _plain(data: bytes | Mapped) -> bytes:
