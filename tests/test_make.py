@@ -157,6 +157,7 @@ def test_verdict_assembled_from_typed_parts() -> None:
     ranked = (make(RankedFinding, rank=1, layer=Layer.KUEUE, finding=FINDING),)
     run = make(CheckRun, code="KD101", check="quota", family="quota", outcome=Outcome.FIRED, findings=(FINDING,))
     values: dict[str, Any] = {"workload": info, "cause": "insufficient-quota", "layer": Layer.KUEUE,
-                              "headline": "h", "findings": ranked, "runs": (run,), "captured_at": "2026-01-01T00:00:00Z",
-                              "confidence": Confidence.HIGH, "unseen": (), "first_fix": FIX}
+                              "headline": "h", "findings": ranked, "runs": (run,),
+                              "captured_at": "2026-01-01T00:00:00Z", "confidence": Confidence.HIGH, "unseen": (),
+                              "first_fix": FIX}
     _same(make(Verdict, **values), Verdict(**values))
