@@ -132,6 +132,8 @@ def _frozen(c: type[_T]) -> type[_T]:
     ~90 frozen classes: ~0.5 ms each less on the VM that measures issue 11.
     """
     undocumented = not c.__dict__.get("__doc__")
+    if undocumented:  # the standard decorator would document it by the signature of an __init__ it does not have
+        c.__doc__ = "-"
     made = dataclasses.dataclass(c, init=False, repr=False, eq=False)
     cls: Any = made  # its methods are replaced below
     fields = dataclasses.fields(cls)
@@ -157,13 +159,12 @@ def _frozen(c: type[_T]) -> type[_T]:
     __delattr__.__qualname__ = f"{cls.__qualname__}.__delattr__"
     cls.__setattr__ = __setattr__
     cls.__delattr__ = __delattr__
-    if undocumented:  # the standard decorator documents the class by its constructor's signature
+    if undocumented:  # documented as the standard decorator documents it: the constructor's signature
         import inspect
 
-        try:
-            cls.__doc__ = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
-        except (TypeError, ValueError):
-            cls.__doc__ = cls.__name__
+        signature = inspect.signature(init)  # the class's, with `self`: cheaper than inspect.signature(cls)
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+        cls.__doc__ = cls.__name__ + str(signature).replace(" -> None", "")
     return made
 
 
