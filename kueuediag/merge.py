@@ -22,12 +22,13 @@ from collections.abc import Sequence
 
 from kueuediag.causes import cause
 from kueuediag.check import DOCS_BASE
-from kueuediag.models import CheckRun, Confidence, Contribution, Finding, Outcome
+from kueuediag.models import CheckRun, Confidence, Contribution, Finding, Outcome, make
 
 
 def contribution_finding(code: str, check: str, c: Contribution) -> Finding:
     """The finding a contribution stands for when its cause's owner did not fire."""
-    return Finding(
+    return make(
+        Finding,
         code=code, check=check, cause=c.cause, title=c.title, message=c.message, severity=c.severity,
         confidence=c.confidence, evidence=c.evidence, remediation=c.remediation or (cause(c.cause).remediation,),
         docs=f"{DOCS_BASE}/{code}.md",

@@ -165,6 +165,9 @@ SNAPSHOT_WHY_MUST_NOT_IMPORT = (
     # the other commands: each is imported and built when it is run or listed (kueuediag.cli.COMMANDS)
     *(f"kueuediag.cli.{module}" for name, module in COMMANDS if name != "why"),
     "pickle",  # only a diagnosis split over two processes sends runs back (kueuediag.split_runs)
+    # the result models are built with kueuediag.models.make: no pydantic validator is built, so pydantic's plugin
+    # loader (which imports importlib.metadata and scans every distribution) never runs
+    "pydantic.plugin._loader", "importlib.metadata",
 )
 """what a diagnosis read from a snapshot, printed as JSON, must not import (issue 11, cold start)"""
 

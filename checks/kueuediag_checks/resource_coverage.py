@@ -18,7 +18,7 @@ from kueuediag.analysis.quota_fit import workload_fit
 from kueuediag.analysis.spec_patches import cover_resources, quantity
 from kueuediag.analysis.versions import behaviour
 from kueuediag.causes import CauseSlug
-from kueuediag.models import Evidence, Finding, Fix, Severity, ev
+from kueuediag.models import Evidence, Finding, Fix, Severity, ev, make
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, PodSet, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -174,10 +174,11 @@ class ResourceCoverage(SubmissionCheck):
                     ),
                     *wl_ev,
                 ],
-                fixes=[Fix(text=f"Cover {names} in ClusterQueue {cq.name}: add it to the first resourceGroup's "
-                                f"coveredResources with a nominalQuota of {quota_words} in every flavor of that group "
-                                "(what this workload requests: size it for the nodes behind the flavors).",
-                           patch=cover)] if cover is not None else [],
+                fixes=[make(Fix, text=f"Cover {names} in ClusterQueue {cq.name}: add it to the first "
+                                      f"resourceGroup's coveredResources with a nominalQuota of {quota_words} in every "
+                                      "flavor of that group (what this workload requests: size it for the nodes "
+                                      "behind the flavors).",
+                            patch=cover)] if cover is not None else [],
                 remediation=[
                     *([] if cover is not None else [
                         f"Add {names} to a resourceGroup of ClusterQueue {cq.name} (spec.resourceGroups[]."

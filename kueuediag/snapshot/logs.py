@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from kueuediag import jsonload
-from kueuediag.models import Patch
+from kueuediag.models import Patch, make
 from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import labels, meta
 from kueuediag.snapshot.model import Snapshot
@@ -913,5 +913,6 @@ def log_level_patch(snap: Snapshot, level: int) -> Patch | None:
             ops = ([{"op": "add", "path": f"{base}/args/-", "value": value}] if c.get("args")
                    else [{"op": "add", "path": f"{base}/args", "value": [value]}])
         m = meta(obj)
-        return Patch(kind="Deployment", name=str(m.get("name")), namespace=m.get("namespace"), json_ops=tuple(ops))
+        return make(Patch, kind="Deployment", name=str(m.get("name")), namespace=m.get("namespace"),
+                    json_ops=tuple(ops))
     return None
