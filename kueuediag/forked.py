@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from types import TracebackType
 from typing import Generic, TypeVar
 
@@ -90,6 +90,65 @@ class Forked(Generic[T]):
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def in_two(tasks: Sequence[Callable[[], T]], side: Collection[int]) -> list[T]:
+    """Every task's value, in order, the tasks at the indices `side` run in a forked child beside the others; what
+    the serial loop ``[task() for task in tasks]`` returns or raises, as long as the tasks are pure (each reads
+    only what was there before the fork).
+
+    - The child runs its tasks in order until one raises (or this process is gone) and sends their values.
+    - This process runs the others in order until one raises.
+    - The earliest task that raises, by index, is the one raised, whichever process ran it: a task the child did
+      not send (it raised there, the child died, or its values could not be sent) is run here, at its turn.
+
+    Serial where the child cannot help: nothing on the side, nothing beside it, or no fork on this platform."""
+    theirs_at = set(side)
+    if not theirs_at or len(theirs_at) >= len(tasks):
+        return [task() for task in tasks]
+    order = sorted(theirs_at)
+    child = Forked.start(lambda: _run_until_raised([tasks[i] for i in order]))
+    if child is None:
+        return [task() for task in tasks]
+    mine: dict[int, T] = {}
+    raised: tuple[int, BaseException] | None = None
+    theirs: dict[int, T] = {}
+    with child:
+        for i, task in enumerate(tasks):
+            if i in theirs_at:
+                continue
+            try:
+                mine[i] = task()
+            except Exception as exc:  # noqa: BLE001 - raised at its turn below, unless an earlier task raises first
+                raised = (i, exc)
+                break
+        values = child.result()
+        if isinstance(values, list):
+            theirs = dict(zip(order, values, strict=False))
+    out: list[T] = []
+    for i, task in enumerate(tasks):
+        if raised is not None and i == raised[0]:
+            raise raised[1]
+        if i in theirs_at:
+            out.append(theirs[i] if i in theirs else task())
+        else:
+            out.append(mine[i])
+    return out
+
+
+def _run_until_raised(tasks: Sequence[Callable[[], T]]) -> list[T]:
+    """In the child: its tasks' values, in order, up to the first that raises (the parent runs that one again
+    and raises what the serial loop raises) or until the parent is gone."""
+    parent = os.getppid()
+    values: list[T] = []
+    for task in tasks:
+        if parent_gone(parent):  # nobody will read the values
+            break
+        try:
+            values.append(task())
+        except Exception:  # noqa: BLE001 - not sent: the parent runs it again
+            break
+    return values
 
 
 def parent_gone(parent: int) -> bool:

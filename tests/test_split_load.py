@@ -4,9 +4,7 @@ the same origins — and every error must be the one the serial reader raises, f
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from kueuediag.errors import InputError
 from kueuediag.snapshot.held import Held, InMemory, OpenFile, split_list
 from kueuediag.snapshot.limits import DEFAULT_LIMITS
 from kueuediag.snapshot.reader import RawSnapshot, read_snapshot
+from tests.test_hostile_input import _tar
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="a second process needs os.fork (POSIX)")
 
@@ -80,15 +79,6 @@ def _write(root: Path, files: dict[str, bytes]) -> Path:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     return root
-
-
-def _tar(path: Path, files: dict[str, bytes]) -> Path:
-    with tarfile.open(path, "w:gz") as tf:
-        for rel, data in files.items():
-            info = tarfile.TarInfo(rel)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return path
 
 
 def _view(raw: RawSnapshot) -> list[tuple[Any, ...]]:
