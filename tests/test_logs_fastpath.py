@@ -23,6 +23,7 @@ from kueuediag.snapshot.logs import (
     _json_bare,
     _json_field,
     _json_fields,
+    _json_has,
     parse_log_line,
     parse_log_text,
 )
@@ -109,6 +110,7 @@ def test_one_key_is_read_as_the_whole_line_reads_it(raw: str) -> None:
     general = _json_fields(raw)
     for key in KEYS:
         assert _same(_json_field(raw, key), general.get(key)), key
+        assert _json_has(raw, key) == (key in general), key
 
 
 def test_field_text_and_has_field_answer_as_the_general_fields() -> None:
@@ -258,5 +260,6 @@ def test_mutated_lines_read_the_same_either_way(monkeypatch: pytest.MonkeyPatch)
             whole = _json_fields(a.raw)
             for key in KEYS:
                 assert _same(_json_field(a.raw, key), whole.get(key)) and a.has_field(key) == (key in whole), a.raw
+                assert _json_has(a.raw, key) == (key in whole), a.raw
             read_fast += logs._read_head(a.raw.strip()) is not None
     assert read_fast > 100  # the fast way is exercised, not only the fallback
