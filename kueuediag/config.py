@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import field
 from pathlib import Path
@@ -229,6 +228,8 @@ def find_config_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
             return yml, _read_yaml_config(yml)
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
+            import tomllib  # only here: most runs find no config file at all
+
             try:
                 doc = tomllib.loads(pyproject.read_text())
             except tomllib.TOMLDecodeError as exc:

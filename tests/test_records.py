@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -129,3 +129,156 @@ def test_recursive_repr_does_not_loop() -> None:
     n = Node()
     n.child = n
     assert repr(n) == "test_recursive_repr_does_not_loop.<locals>.Node(child=...)"
+
+
+def _frozen_bodies() -> list[tuple[str, Any]]:
+    """Class bodies (a function returning a fresh class each call) that the frozen path builds itself."""
+
+    def plain() -> type:
+        class Plain:
+            """Documented."""
+
+            x: int
+            y: str = "b"
+            tags: list[str] = dataclasses.field(default_factory=list)
+            note: str = dataclasses.field(default="", compare=False, repr=False)
+            limit: ClassVar[int] = 3
+
+            def double(self) -> int:
+                return self.x * 2
+
+        return Plain
+
+    def undocumented() -> type:
+        class Undocumented:
+            a: int
+            seen: dict[str, int] = dataclasses.field(default_factory=dict)
+
+        return Undocumented
+
+    def empty() -> type:
+        class Empty:
+            pass
+
+        return Empty
+
+    return [("plain", plain), ("undocumented", undocumented), ("empty", empty)]
+
+
+def _field_rows(cls: type) -> list[tuple[Any, ...]]:
+    return [(f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.compare, f.hash, f.kw_only)
+            for f in dataclasses.fields(cls)]
+
+
+@pytest.mark.parametrize("name, body", _frozen_bodies(), ids=[n for n, _ in _frozen_bodies()])
+def test_frozen_class_is_the_standard_frozen_class(name: str, body: Any) -> None:
+    """The frozen path (its own __setattr__/__delattr__ closures, __init__ from the standard text) gives what
+    `dataclasses.dataclass(frozen=True)` gives: signature, annotations, doc, fields, params, match args,
+    construction, factories, the refusals and their messages, replace, pickle."""
+    import copy
+    import inspect
+    import pickle
+
+    std, ours = dataclasses.dataclass(frozen=True)(body()), records.dataclass(frozen=True)(body())
+    assert records._plain(body())  # this body takes the frozen path
+    assert str(inspect.signature(ours)) == str(inspect.signature(std))
+    assert ours.__init__.__annotations__ == std.__init__.__annotations__
+    assert ours.__init__.__globals__ is std.__init__.__globals__
+    assert ours.__doc__ == std.__doc__
+    assert _field_rows(ours) == _field_rows(std)
+    # the parameters records.dataclass always passes (its repr and eq are not compiled, see _methods)
+    assert repr(ours.__dataclass_params__) == repr(
+        dataclasses.dataclass(frozen=True, repr=False, eq=False)(body()).__dataclass_params__)
+    assert ours.__match_args__ == std.__match_args__
+    for method in ("__init__", "__setattr__", "__delattr__"):
+        assert getattr(ours, method).__qualname__ == getattr(std, method).__qualname__
+    args = {"plain": (1,), "undocumented": (2,), "empty": ()}[name]
+    a, b = std(*args), ours(*args)
+    assert vars(a) == vars(b) and list(vars(a)) == list(vars(b))
+    if name != "empty":
+        first = dataclasses.fields(ours)[0].name
+        assert dataclasses.replace(b, **{first: 9}) == ours(9, *args[1:])
+        other = ours(*args)
+        for f in dataclasses.fields(ours):
+            if f.default_factory is not dataclasses.MISSING:  # a fresh object per instance, as the standard one
+                assert getattr(other, f.name) is not getattr(b, f.name)
+    for target in (a, b):  # the same refusals, with the same messages
+        with pytest.raises(dataclasses.FrozenInstanceError) as refused:
+            target.other = 1
+        assert str(refused.value) == "cannot assign to field 'other'"
+        with pytest.raises(dataclasses.FrozenInstanceError) as deleted:
+            del target.other
+        assert str(deleted.value) == "cannot delete field 'other'"
+    with pytest.raises(TypeError) as std_err:
+        std(*args, *range(9))
+    with pytest.raises(TypeError) as our_err:
+        ours(*args, *range(9))
+    assert str(our_err.value) == str(std_err.value)
+    assert copy.copy(b) == b and copy.deepcopy(b) == b
+    assert pickle.loads(pickle.dumps(_Pickled(1, ("a",)))) == _Pickled(1, ("a",))
+
+
+@records.dataclass(frozen=True)
+class _Pickled:
+    """A module-level frozen class (a local one cannot be pickled)."""
+
+    a: int
+    b: tuple[str, ...] = ()
+
+
+def test_frozen_subclasses_follow_the_standard_rules() -> None:
+    """A plain subclass may set its own attributes but not a field; dataclass subclasses are checked against the
+    frozen base as the standard library checks them."""
+    @records.dataclass(frozen=True)
+    class Base:
+        a: int
+
+    class Plain(Base):
+        pass
+
+    p = Plain(1)
+    p.extra = 2  # type: ignore[attr-defined]
+    assert p.extra == 2  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'a'"):
+        p.a = 3  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field 'a'"):
+        del p.a  # type: ignore[misc]
+
+    @records.dataclass(frozen=True)
+    class Child(Base):
+        b: str = "x"
+
+    assert Child(1).b == "x" and [f.name for f in dataclasses.fields(Child)] == ["a", "b"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Child(1).b = "y"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
+        @records.dataclass
+        class Mutable(Base):
+            c: int = 0
+
+
+def test_bodies_the_frozen_path_leaves_to_the_standard_decorator() -> None:
+    """kw_only, init=False, InitVar, __post_init__, a dataclass base or a body's own __setattr__ go to the
+    standard decorator, which handles them (and refuses what it refuses)."""
+    @records.dataclass(frozen=True)
+    class Post:
+        a: int
+        b: int = dataclasses.field(init=False, default=0)
+        c: int = dataclasses.field(kw_only=True, default=1)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "b", self.a + 1)
+
+    assert Post(1, c=5) == Post(1, c=5) and Post(1).b == 2 and Post(1, c=5).c == 5
+    with pytest.raises(TypeError, match="Cannot overwrite attribute __setattr__"):
+        @records.dataclass(frozen=True)
+        class Own:
+            a: int
+
+            def __setattr__(self, name: str, value: Any) -> None:
+                pass
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+        @records.dataclass(frozen=True)
+        class Order:
+            a: int = 0
+            b: int  # type: ignore[misc]
