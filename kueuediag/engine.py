@@ -189,6 +189,10 @@ def drop_ignored(run: CheckRun, settings: Settings) -> CheckRun:
     applicable, with the ignored causes named (public for the same reason as :func:`override_finding`)."""
     if run.outcome is not Outcome.FIRED:
         return run
+    ignore = settings.ignore
+    if not ignore or not any(f.cause in ignore for f in run.findings) \
+            and not any(c.cause in ignore for c in run.contributions):
+        return run  # nothing to drop: the run as it is (a copy per fired run was most of this function's cost)
     findings = tuple(f for f in run.findings if f.cause not in settings.ignore)
     contributions = tuple(c for c in run.contributions if c.cause not in settings.ignore)
     if findings or contributions:

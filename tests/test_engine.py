@@ -9,9 +9,9 @@ import pytest
 
 from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
-from kueuediag.engine import EMPTY_LIST, diagnose, matches, select_checks
+from kueuediag.engine import EMPTY_LIST, diagnose, drop_ignored, matches, run_check, select_checks
 from kueuediag.errors import InputError
-from kueuediag.models import CheckResult, Confidence, Finding, Outcome, Severity, ev
+from kueuediag.models import CheckResult, CheckRun, Confidence, Finding, Outcome, Severity, ev
 from kueuediag.ranking import rank
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.model import Part, Snapshot
@@ -90,6 +90,38 @@ def test_options_ignore_and_severity_override(basic: tuple[Snapshot, Target]) ->
     assert v.runs[0].reason == "all findings (waiting-for-quota) ignored by configuration"
     with pytest.raises(InputError, match="unknown option 'bogus'"):
         select_checks([Fires], Settings(check_options={"KD992": {"bogus": 1}}))
+
+
+class FiresAndContributes(Check):
+    __doc__ = DOC
+    code = "KD993"
+    name = "fires-and-contributes"
+
+    def run(self, snapshot: Snapshot, target: Target) -> CheckResult:
+        return CheckResult.fired(
+            [self.finding("waiting-for-quota", "t", "m", evidence=[ev("derived", "x")])],
+            contributions=[self.contribute("slow-preemption", "c", "m", evidence=[ev("derived", "y")])])
+
+
+def dropped_directly(run: CheckRun, ignore: list[str]) -> tuple[Outcome, tuple[str, ...], tuple[str, ...]]:
+    """What is left of a fired run once the ignored causes are removed, worked out from its fields."""
+    findings = tuple(f.cause for f in run.findings if f.cause not in ignore)
+    contributions = tuple(c.cause for c in run.contributions if c.cause not in ignore)
+    return (Outcome.FIRED if findings or contributions else Outcome.NOT_APPLICABLE), findings, contributions
+
+
+@pytest.mark.parametrize("ignore", [[], ["zombie-pods"], ["waiting-for-quota"], ["slow-preemption"],
+                                    ["waiting-for-quota", "slow-preemption"]])
+def test_drop_ignored_equals_filtering_the_run(basic: tuple[Snapshot, Target], ignore: list[str]) -> None:
+    """A run none of whose causes is ignored is handed back as it is (no copy); otherwise exactly the ignored
+    findings and contributions are gone, whichever of the two holds them."""
+    snap, target = basic
+    run = run_check(FiresAndContributes(), snap, target)
+    assert run.outcome is Outcome.FIRED and run.findings and run.contributions
+    kept = drop_ignored(run, Settings(ignore=ignore))
+    left = (kept.outcome, tuple(f.cause for f in kept.findings), tuple(c.cause for c in kept.contributions))
+    assert left == dropped_directly(run, ignore)
+    assert (kept is run) == (left == dropped_directly(run, []))
 
 
 def test_selectors() -> None:

@@ -10,11 +10,11 @@ from kueuediag.analysis.health import (
     Change,
     ControllerPod,
     Zombie,
+    concerns_queue,
     config_changes,
     controller_deployment,
     controller_pods,
     shares_quota_with,
-    tree_of,
     zombie_pods,
 )
 from kueuediag.analysis.installation import installation
@@ -381,11 +381,10 @@ class SystemHealth(Check):
     def _changes(self, ctx: _Ctx) -> list[Finding]:
         window = timedelta(minutes=float(self.opts["change_window_minutes"])).total_seconds()
         anchor = ctx.onset if ctx.pending and ctx.onset is not None else ctx.snap.now
-        relevant_objects = _relevant_objects(ctx)
         near: list[Change] = []
         for c in config_changes(ctx.snap):
-            if relevant_objects is not None and (c.kind, c.name) not in relevant_objects \
-                    and c.kind in ("ClusterQueue", "Cohort", "ResourceFlavor"):
+            if c.kind in ("ClusterQueue", "Cohort", "ResourceFlavor") and not concerns_queue(ctx.idx, ctx.cq, c.kind,
+                                                                                          c.name):
                 continue
             if abs((c.at - anchor).total_seconds()) <= window:
                 near.append(c)
@@ -536,30 +535,6 @@ def _target_flavor_labels(ctx: _Ctx) -> dict[str, dict[str, str]] | None:
 
 def _matches(n: NodeView, lbls: dict[str, str]) -> bool:
     return all(n.labels.get(k) == v for k, v in lbls.items())
-
-
-def _relevant_objects(ctx: _Ctx) -> set[tuple[str, str]] | None:
-    """(kind, name) of queue objects that matter to the target; None = all (no target ClusterQueue). Memoised
-    per ClusterQueue."""
-    if ctx.cq is None or ctx.cq not in ctx.idx.cluster_queues:
-        return None
-    return ctx.snap.memo(("KD901:relevant-objects", ctx.cq), lambda: _queue_objects(ctx))
-
-
-def _queue_objects(ctx: _Ctx) -> set[tuple[str, str]]:
-    assert ctx.cq is not None
-    out = {("ClusterQueue", ctx.cq)}
-    root = tree_of(ctx.idx, ctx.cq)
-    if root is not None:
-        for q in ctx.idx.cluster_queues.values():
-            if q.cohort and ctx.idx.root_of(q.cohort) == root:
-                out.add(("ClusterQueue", q.name))
-        for c in ctx.idx.cohorts.values():
-            if ctx.idx.root_of(c.name) == root:
-                out.add(("Cohort", c.name))
-    for f in ctx.idx.cluster_queues[ctx.cq].flavor_names():
-        out.add(("ResourceFlavor", f))
-    return out
 
 
 def _rel(moment: datetime, anchor: datetime, about: bool) -> str:

@@ -134,6 +134,26 @@ def shares_quota_with(idx: KueueIndex, target_cq: str | None, other_cq: str | No
     return root is not None and root == tree_of(idx, other_cq)
 
 
+def concerns_queue(idx: KueueIndex, cq: str | None, kind: str, name: str) -> bool:
+    """Whether a change to the queue object `kind`/`name` matters to a workload of ClusterQueue `cq`: the
+    ClusterQueue itself, the ClusterQueues and Cohorts of its cohort tree, and the ResourceFlavors it offers;
+    every object when the workload has no known ClusterQueue.
+
+    Asked per change (a few per snapshot) rather than by listing the tree's members per ClusterQueue, which cost
+    each ClusterQueue a pass over every ClusterQueue and Cohort of the cluster (`health --all-pending`: quadratic
+    in the number of ClusterQueues)."""
+    if cq is None or cq not in idx.cluster_queues:
+        return True
+    if kind == "ClusterQueue":
+        return shares_quota_with(idx, cq, name)
+    if kind == "Cohort":
+        root = tree_of(idx, cq)
+        return root is not None and name in idx.cohorts and idx.root_of(name) == root
+    if kind == "ResourceFlavor":
+        return name in idx.cluster_queues[cq].flavor_names()
+    return False
+
+
 # --- the Kueue controller -----------------------------------------------------------------------------------
 
 
