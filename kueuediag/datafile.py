@@ -15,17 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from kueuediag import jsonload
+from kueuediag.pkgdata import package_data
 
 COMPILED = "tables.json"
 """the JSON copy of every table, under kueuediag/data/"""
-
-
-def _data_file(name: str) -> Any:
-    return resources.files("kueuediag").joinpath(f"data/{name}")
 
 
 def _parse_yaml(text: str) -> Any:
@@ -40,7 +36,7 @@ def _digest(text: str) -> str:
 
 @cache
 def _compiled() -> dict[str, Any]:
-    path = _data_file(COMPILED)
+    path = package_data(COMPILED)
     if not path.is_file():
         return {}
     doc: dict[str, Any] = jsonload.loads(path.read_bytes())
@@ -50,7 +46,7 @@ def _compiled() -> dict[str, Any]:
 @cache
 def data_yaml(name: str) -> Any:
     """The parsed ``kueuediag/data/<name>`` (read and parsed once)."""
-    text = _data_file(name).read_text(encoding="utf-8")
+    text = package_data(name).read_text(encoding="utf-8")
     copy = _compiled().get(name)
     if isinstance(copy, dict) and copy.get("sha256") == _digest(text):
         return copy["data"]
@@ -59,7 +55,7 @@ def data_yaml(name: str) -> Any:
 
 def tables() -> list[str]:
     """The names of the data tables (``*.yaml`` under kueuediag/data/)."""
-    return sorted(p.name for p in resources.files("kueuediag").joinpath("data").iterdir() if p.name.endswith(".yaml"))
+    return sorted(p.name for p in package_data().iterdir() if p.name.endswith(".yaml"))
 
 
 def json_copy(name: str, text: str) -> dict[str, Any]:
@@ -79,5 +75,5 @@ def json_copy(name: str, text: str) -> dict[str, Any]:
 
 def compiled_text() -> str:
     """The content of kueuediag/data/tables.json: every table as JSON with the hash of its YAML text."""
-    copies = {name: json_copy(name, _data_file(name).read_text(encoding="utf-8")) for name in tables()}
+    copies = {name: json_copy(name, package_data(name).read_text(encoding="utf-8")) for name in tables()}
     return json.dumps(copies, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 from kueuediag.errors import TargetNotFound
+from kueuediag.pkgdata import package_data
 from kueuediag.records import dataclass
 
 EXAMPLE_PREFIX = "example:"
@@ -23,7 +23,7 @@ class Example:
 
 
 def _root() -> Path:
-    return Path(str(resources.files("kueuediag") / "data" / "examples"))
+    return Path(str(package_data("examples")))
 
 
 def list_examples() -> list[Example]:

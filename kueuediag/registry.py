@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import field
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from kueuediag.entry_scan import declared
@@ -178,7 +177,9 @@ def describe_all() -> tuple[list[dict[str, Any]], list[PluginError]]:
     analyses or the result models: most of what made `kueuediag checks` slow to start. Plugins are loaded and
     admitted as for a diagnosis, against the same reserved prefix.
     """
-    text = resources.files("kueuediag").joinpath(f"data/{CATALOGUE}").read_text(encoding="utf-8")
+    from kueuediag.pkgdata import package_data
+
+    text = package_data(CATALOGUE).read_text(encoding="utf-8")
     rows: list[dict[str, Any]] = json.loads(text)
     plugins = [ep for ep in _declared_eps() if not ep.value.startswith(BUILTIN_MODULE)]
     found = Discovery()

@@ -168,6 +168,9 @@ SNAPSHOT_WHY_MUST_NOT_IMPORT = (
     # the result models are built with kueuediag.models.make: no pydantic validator is built, so pydantic's plugin
     # loader (which imports importlib.metadata and scans every distribution) never runs
     "pydantic.plugin._loader", "importlib.metadata",
+    # the package's data files are read from the folder beside it (kueuediag.pkgdata), not through
+    # importlib.resources' readers (which import zipfile)
+    "importlib.resources", "importlib.readers", "zipfile",
 )
 """what a diagnosis read from a snapshot, printed as JSON, must not import (issue 11, cold start)"""
 
@@ -227,6 +230,7 @@ CHECKS_MUST_NOT_IMPORT = (
     "pydantic", "pydantic_core", "yaml", "rich", "kubernetes",
     "kueuediag.models", "kueuediag.engine", "kueuediag.analysis", "kueuediag_checks",
     "importlib.metadata",  # no plugin besides the built-ins is declared (kueuediag.entry_scan reads the files)
+    "importlib.resources", "zipfile",  # the catalogue is read from the data folder beside the package (pkgdata)
 )
 """what listing the checks must not import: it reads the generated catalogue (issue 11, cold start)"""
 

@@ -4,6 +4,7 @@ fast to read (kueuediag.datafile). The copy must never change what a table says.
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,3 +45,29 @@ def test_a_table_json_cannot_carry_is_refused() -> None:
     with pytest.raises(ValueError, match="string keys"):
         datafile.json_copy("versions.yaml", "13: thirteen\n")
     assert datafile.json_copy("t.yaml", "released: '2025-08-01'\n")["data"] == {"released": "2025-08-01"}
+
+
+def test_package_data_is_the_folder_importlib_resources_finds(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """kueuediag.pkgdata reads the data folder beside the package; without one (a zip import) it asks
+    importlib.resources, which finds the same files."""
+    from kueuediag import pkgdata
+
+    shipped = resources.files("kueuediag").joinpath("data")
+    asked: list[str] = []
+    real_files = resources.files
+
+    def files(package: Any) -> Any:
+        asked.append(package)
+        return real_files(package)
+
+    monkeypatch.setattr(resources, "files", files)
+    here = pkgdata.package_data()
+    assert sorted(p.name for p in here.iterdir()) == sorted(p.name for p in shipped.iterdir())
+    assert pkgdata.package_data("tables.json").read_bytes() == shipped.joinpath("tables.json").read_bytes()
+    assert pkgdata.package_data("examples").joinpath("index.json").is_file()
+    assert asked == []  # installed as files: the folder beside the package
+    monkeypatch.setattr(pkgdata, "__file__", str(tmp_path / "elsewhere" / "pkgdata.py"))  # no data folder there
+    assert pkgdata.package_data("tables.json").read_bytes() == shipped.joinpath("tables.json").read_bytes()
+    assert sorted(p.name for p in pkgdata.package_data().iterdir()) == sorted(p.name for p in shipped.iterdir())
+    assert asked == ["kueuediag", "kueuediag"]

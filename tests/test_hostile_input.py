@@ -388,6 +388,8 @@ def test_limit_flags_and_config_apply(tmp_path: Path) -> None:
     config.write_text("limits:\n  max_file_bytes: 1Ki\n")
     outcome = run_cli(why_argv(BASIC, *TARGET) + ["--config", str(config)])
     assert "more than the bound of 1,024 (raise it with --max-file-bytes)" in _one_line_error(outcome)
+    outcome = run_cli(["health", "--from", str(BASIC), "--config", str(config)])  # health reads the same bounds
+    assert "more than the bound of 1,024 (raise it with --max-file-bytes)" in _one_line_error(outcome)
     assert limits_from({"max_bytes": "1Gi"}).max_bytes == 1 << 30
     with pytest.raises(InputError, match="unknown limit"):
         limits_from({"max_bytez": 1})
