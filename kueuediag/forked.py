@@ -2,7 +2,7 @@
 
 kueuediag is pure over one loaded snapshot, so a child forked from this process sees every page it needs
 copy-on-write and can do a share of the work while this process does the rest: loading a large snapshot's
-object files (:mod:`kueuediag.snapshot.parallel`) and a diagnosis's log readers (:mod:`kueuediag.split_runs`)
+object files (:mod:`kueuediag.snapshot.split_load`) and a diagnosis's log readers (:mod:`kueuediag.split_runs`)
 both do. This module owns how: the fork, the pipe, the child's life and its end.
 
 - The child runs one function, pickles what it returns and ends with ``os._exit``: it never writes to stdout,

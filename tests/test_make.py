@@ -161,3 +161,19 @@ def test_verdict_assembled_from_typed_parts() -> None:
                               "captured_at": "2026-01-01T00:00:00Z", "confidence": Confidence.HIGH, "unseen": (),
                               "first_fix": FIX}
     _same(make(Verdict, **values), Verdict(**values))
+
+
+def test_a_subclass_defined_elsewhere_is_always_validated() -> None:
+    """A plugin's subclass may add validators or configuration: `make` (and CheckResult's constructors, which
+    use it) hand it to the constructor, so they run."""
+    from pydantic import field_validator
+
+    class Shouting(CheckResult):
+        @field_validator("reason")
+        @classmethod
+        def upper(cls, value: str) -> str:
+            return value.upper()
+
+    assert make(Shouting, outcome=Outcome.NOT_APPLICABLE, reason="quiet").reason == "QUIET"
+    assert Shouting.not_applicable("quiet").reason == "QUIET"
+    assert Shouting.fired([FINDING]).findings == (FINDING,)
