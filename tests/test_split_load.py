@@ -5,9 +5,6 @@ the same origins — and every error must be the one the serial reader raises, f
 from __future__ import annotations
 
 import os
-import pickle
-import shutil
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,8 +18,6 @@ import kueuediag.snapshot.split_load as split_load
 from kueuediag.errors import InputError
 from kueuediag.snapshot.held import Held, InMemory, OpenFile, split_list
 from kueuediag.snapshot.limits import DEFAULT_LIMITS
-from kueuediag.snapshot.loader import load_snapshot
-from kueuediag.snapshot.logs import line_states, lines_from_states, log_lines, parse_log_line, parse_logs
 from kueuediag.snapshot.reader import RawSnapshot, read_snapshot
 from tests.test_hostile_input import _tar
 
@@ -112,8 +107,8 @@ def rebuilt(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counts
 
 
-def _read(path: Path, jobs: int, now: datetime | None = None) -> RawSnapshot:
-    return read_snapshot(path, DEFAULT_LIMITS, partial(split_load.parse_files, jobs=jobs, now=now))
+def _read(path: Path, jobs: int) -> RawSnapshot:
+    return read_snapshot(path, DEFAULT_LIMITS, partial(split_load.parse_files, jobs=jobs))
 
 
 @pytest.mark.parametrize("layout", ["directory", "mapped directory", "tar.gz"])
@@ -193,52 +188,9 @@ def test_which_files_the_child_parses(monkeypatch: pytest.MonkeyPatch) -> None:
     # the largest file stays here, each next one (largest first) goes to the side with fewer bytes so far
     assert split_load.child_share(sizes, None) == {0, 2, 3, 4}
     assert split_load.child_share([10, 10, 10, 10], 2) == {1, 3}
-    assert split_load.child_share(sizes, 1) is None  # `--jobs 1` never forks
-    assert split_load.child_share([sizes[1]], 2) is None  # one file and no logs: nothing to share
+    assert split_load.child_share(sizes, 1) == set()  # `--jobs 1` never forks
+    assert split_load.child_share([sizes[1]], 2) == set()  # one file: nothing to share
     assert split_load.child_share([mb, mb], 2) == {1}  # asked for two: whatever the size
-    assert split_load.child_share([mb, mb], None) is None  # small: one process
-    # the logs are the child's: the files are balanced around them
-    assert split_load.child_share([108 * mb, 57 * mb, 45 * mb], None, logs=83 * mb) == {1}
-    assert split_load.child_share([mb, mb], 2, logs=10 * mb) == set()  # the logs alone outweigh the files
-    assert split_load.child_share([sizes[1]], 2, logs=mb) == set()  # one file here, the logs there
+    assert split_load.child_share([mb, mb], None) == set()  # small: one process
     monkeypatch.setattr(split_load, "auto_jobs", lambda: 1)  # busy CPUs
-    assert split_load.child_share(sizes, None) is None
-    assert split_load.child_share(sizes, None, logs=100 * mb) is None
-
-
-CRASHLOOP = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots" / "health-controller-crashloop"
-
-
-def test_the_child_parses_the_logs_into_the_lines_a_diagnosis_reads(tmp_path: Path) -> None:
-    """zap JSON, zap console, klog (its year from the capture time) and plain text lines."""
-    raw = _read(CRASHLOOP, 2)
-    assert raw.parsed_logs is not None
-    year, lines = raw.parsed_logs
-    assert year == 2026
-    expected = parse_logs(raw.logs, 2026)
-    assert {ln.format for ln in expected} == {"console", "klog", "json", "text"}
-    assert lines == expected
-    assert all(ln.text is raw.logs[ln.file] for ln in lines)  # slices of this process's text, not copies
-    snap = load_snapshot(str(CRASHLOOP), jobs=2)
-    assert log_lines(snap) == expected and log_lines(snap) is snap.raw.parsed_logs[1]  # type: ignore[index]
-    # another capture year (--now): the klog lines would read differently, so the lines are parsed again
-    other = load_snapshot(str(CRASHLOOP), now=datetime(2027, 1, 2, tzinfo=UTC), jobs=2)
-    assert other.raw.parsed_logs is not None and other.raw.parsed_logs[0] == 2027
-    assert log_lines(other) == parse_logs(other.logs_text, 2027) != expected
-
-
-def test_without_a_known_capture_year_the_logs_are_parsed_where_first_read(tmp_path: Path) -> None:
-    snap = tmp_path / "snap"
-    shutil.copytree(CRASHLOOP, snap)
-    (snap / "manifest.json").unlink()  # the year would come from the newest object, known only once indexed
-    raw = _read(snap, 2)
-    assert raw.parsed_logs is None
-    assert _read(CRASHLOOP, 1).parsed_logs is None  # one process: parsed when first read, as always
-
-
-def test_a_line_survives_being_sent() -> None:
-    texts = read_snapshot(CRASHLOOP).logs
-    lines = parse_logs(texts, 2026) + [parse_log_line("x.log", 1, "I1124 10:00:00.000000       1 x.go:1] alone")]
-    states = line_states(lines, texts)
-    assert states[0][2] is None and states[-1][2] is not None  # a file's text is left out, a lone line's is not
-    assert lines_from_states(pickle.loads(pickle.dumps(states)), texts) == lines
+    assert split_load.child_share(sizes, None) == set()

@@ -28,7 +28,7 @@ def load_snapshot(path: str, now: datetime | None = None, limits: Limits = DEFAU
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        snap = Snapshot(read_snapshot(path, limits, partial(parse_files, jobs=jobs, now=now)), now=now, limits=limits)
+        snap = Snapshot(read_snapshot(path, limits, partial(parse_files, jobs=jobs)), now=now, limits=limits)
     finally:
         gc.freeze()
         if was_enabled:

@@ -712,43 +712,16 @@ class LineIndex:
 
 
 def log_lines(snap: Snapshot) -> list[LogLine]:
-    """Every parsed line of every log file in the snapshot, in file order then line order (memoised; parsed while
-    the snapshot's objects were, when the load did it: :mod:`kueuediag.snapshot.split_load`)."""
+    """Every parsed line of every log file in the snapshot, in file order then line order (memoised)."""
 
     def build() -> list[LogLine]:
         year = snap.now.year
-        early = snap.raw.parsed_logs
-        if early is not None and early[0] == year:
-            lines: list[LogLine] = early[1]
-            return lines
-        return parse_logs(snap.logs_text, year)
+        out: list[LogLine] = []
+        for path in sorted(snap.logs_text):
+            out.extend(parse_log_text(path, snap.logs_text[path], year))
+        return out
 
     return snap.memo("log-lines", build)
-
-
-def parse_logs(texts: Mapping[str, str], year: int) -> list[LogLine]:
-    """Every line of every file of `texts` (path → text), in path order then line order: what `log_lines`
-    memoises. `year` completes klog timestamps (the snapshot's capture year)."""
-    out: list[LogLine] = []
-    for path in sorted(texts):
-        out.extend(parse_log_text(path, texts[path], year))
-    return out
-
-
-def line_states(lines: Iterable[LogLine], texts: Mapping[str, str]) -> list[tuple[Any, ...]]:
-    """What a process that parsed the logs sends of each line: its fields, without its file's text when the line
-    is a slice of it (the process that rebuilds the line has the same text, `lines_from_states`)."""
-    out: list[tuple[Any, ...]] = []
-    for ln in lines:
-        fields = msgspec.structs.astuple(ln)
-        out.append(fields[:2] + (None,) + fields[3:] if ln.text is texts.get(ln.file) else fields)
-    return out
-
-
-def lines_from_states(states: Iterable[tuple[Any, ...]], texts: Mapping[str, str]) -> list[LogLine]:
-    """The lines `line_states` describes, each a slice of this process's copy of its file's text."""
-    return [LogLine(*state) if state[2] is not None else LogLine(state[0], state[1], texts[state[0]], *state[3:])
-            for state in states]
 
 
 def workload_log_lines(snap: Snapshot, namespace: str | None, name: str) -> list[LogLine]:

@@ -57,9 +57,6 @@ class RawSnapshot:
     """id(object) → the file it was read from (valid while `objects` holds the object)"""
     warnings: list[str] = field(default_factory=list)
     """input that was read in a degraded way (bytes replaced, files skipped, logs cut)"""
-    parsed_logs: tuple[int, list[Any]] | None = None
-    """the logs' lines, parsed while the objects were (:mod:`kueuediag.snapshot.split_load`): the year their
-    klog timestamps were completed with, and the `LogLine`s (`log_lines` uses them for a snapshot of that year)"""
 
     def dicts(self) -> list[dict[str, Any]]:
         """Every object decoded (a collected snapshot holds only decoded objects: this is then free)."""
@@ -156,13 +153,11 @@ class Mapped:
 
 
 FileData = bytes | Mapped
-ParseFiles = Callable[[Sequence[tuple[str, FileData]], Limits, RawSnapshot], Iterable[list[dict[str, Any] | Held]]]
-"""Parses object files: each file's `parse_objects`, in file order (a file's error raised at its turn). It is
-handed the snapshot read so far (manifest, metrics and logs are read before any object file is parsed)."""
+ParseFiles = Callable[[Sequence[tuple[str, FileData]], Limits], Iterable[list[dict[str, Any] | Held]]]
+"""Parses object files: each file's `parse_objects`, in file order (a file's error raised at its turn)."""
 
 
-def parse_in_order(files: Sequence[tuple[str, FileData]], limits: Limits,
-                   raw: RawSnapshot | None = None) -> Iterator[list[dict[str, Any] | Held]]:
+def parse_in_order(files: Sequence[tuple[str, FileData]], limits: Limits) -> Iterator[list[dict[str, Any] | Held]]:
     return (parse_objects(rel, data, limits) for rel, data in files)
 
 
@@ -321,7 +316,7 @@ def _read_tree(raw: RawSnapshot, entries: Iterable[tuple[str, FileData]], budget
     # Without a layout, a plain folder of kubectl output (one file per object, Lists, nested folders): read it all
     # as objects.
     files = layout if seen_layout else loose
-    for (rel, _), objs in zip(files, parse_files(files, budget.limits, raw), strict=True):
+    for (rel, _), objs in zip(files, parse_files(files, budget.limits), strict=True):
         _add_objects(raw, rel, objs, budget)
     if not raw.objects and not raw.metrics and not raw.logs:
         raise InputError(f"{source}: no Kubernetes objects, metrics or logs found (see docs/snapshot-format.md)")

@@ -8,13 +8,6 @@ while this process parses the rest. The child sends each of its files' items bac
 process reads back from its own copy of the same bytes), a decoded object as itself. Rebuilding a record costs
 ~2 µs against ~15 µs to split it.
 
-The controller logs are parsed in the child too, when the year their klog timestamps need is known before the
-objects are (``--now``, or the manifest's capturedAt): the work a diagnosis would do on first reading them,
-done beside the load instead of after it. Their weight in the balance is their length times `LOG_COST`. The
-lines come back as their fields without their file's text (`kueuediag.snapshot.logs.line_states`), rebuilt as
-slices of this process's copy (``RawSnapshot.parsed_logs``, which `log_lines` takes for a snapshot of that
-year); if the child cannot send them, they are parsed where they are first read, as without a child.
-
 Nothing changes in what is read: the items, their order and every error are the serial reader's.
 
 - The child's files are handed over in file order, interleaved with this process's own.
@@ -28,20 +21,14 @@ Nothing changes in what is read: the items, their order and every error are the 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from typing import Any
 
 from kueuediag.cores import auto_jobs
 from kueuediag.forked import Forked
-from kueuediag.records import dataclass
 from kueuediag.snapshot.held import Held, InMemory, Source
 from kueuediag.snapshot.limits import Limits
-from kueuediag.snapshot.reader import FileData, Mapped, RawSnapshot, parse_objects, unmap
-from kueuediag.timeutil import parse_time_lenient
+from kueuediag.snapshot.reader import FileData, Mapped, parse_objects, unmap
 
-LOG_COST = 3
-"""a character of controller log costs about this many bytes of List JSON to parse and send (100,000 JSON lines,
-38 MB: ~1.5 s with their states pickled, against ~14 ms a megabyte to split a List)"""
 MIN_BYTES = 48 << 20
 """object files smaller than this in all (~1 s to split) are parsed in one process: a fork, the child's reply and
 rebuilding its records cost more than they save; `--jobs 2` splits whatever the size"""
@@ -51,18 +38,13 @@ Sent = list[tuple[Any, ...] | dict[str, Any]] | None
 """what the child sends of one file: a held item's state or a decoded object, each in order; None: parse it here"""
 
 
-def parse_files(files: Sequence[tuple[str, FileData]], limits: Limits, raw: RawSnapshot,
-                jobs: int | None = None, now: datetime | None = None) -> Iterator[list[Item]]:
-    """`parse_objects` of each file, in file order, in two processes when it pays (see the module doc); the child
-    also parses the controller logs (`raw.parsed_logs`) when their year is known. `jobs`: None decides (two on an
-    idle CPU for a large snapshot), 1 never forks, 2 or more always does. `now`: the capture time given on the
-    command line (else the manifest's)."""
-    year = _capture_year(raw, now)
-    logs = _log_weight(raw) if year is not None else 0
-    theirs = child_share([_size(data) for _, data in files], jobs, logs)
-    child = None if theirs is None else Forked.start(
-        lambda: _child_work(files, theirs, limits, raw.logs if logs else None, year))
-    if theirs is None or child is None:
+def parse_files(files: Sequence[tuple[str, FileData]], limits: Limits,
+                jobs: int | None = None) -> Iterator[list[Item]]:
+    """`parse_objects` of each file, in file order, in two processes when it pays (see the module doc). `jobs`:
+    None decides (two on an idle CPU for large files), 1 never forks, 2 or more always does."""
+    theirs = child_share([_size(data) for _, data in files], jobs)
+    child = Forked.start(lambda: _parse_share(files, theirs, limits)) if theirs else None
+    if child is None:
         yield from (parse_objects(rel, data, limits) for rel, data in files)
         return
     with child:
@@ -77,11 +59,7 @@ def parse_files(files: Sequence[tuple[str, FileData]], limits: Limits, raw: RawS
                 raised = (i, exc)
                 break
         sent = child.result()
-    replies: dict[int, Sent] = sent.files if isinstance(sent, _Reply) else {}
-    if isinstance(sent, _Reply) and sent.lines is not None and year is not None:
-        from kueuediag.snapshot.logs import lines_from_states  # noqa: PLC0415 - only a split load sends lines
-
-        raw.parsed_logs = (year, lines_from_states(sent.lines, raw.logs))
+    replies = sent if isinstance(sent, dict) else {}
     for i, (rel, data) in enumerate(files):
         if raised is not None and i == raised[0]:
             raise raised[1]
@@ -92,15 +70,14 @@ def parse_files(files: Sequence[tuple[str, FileData]], limits: Limits, raw: RawS
         yield _rebuilt(reply, data) if isinstance(reply, list) else parse_objects(rel, data, limits)
 
 
-def child_share(sizes: Sequence[int], jobs: int | None, logs: int = 0) -> set[int] | None:
-    """The files the child parses beside the logs (their weight `logs`, 0 when it does not parse them), or None
-    when no child pays (asked for one process, nothing to share, too little work, or no idle CPU). Balanced by
-    bytes: the largest file stays here, and each next one, largest first, goes to the side with less so far."""
-    if jobs == 1 or (len(sizes) < 2 and not logs):
-        return None
-    if jobs is None and (sum(sizes) + logs < MIN_BYTES or auto_jobs() < 2):
-        return None
-    here, there = 0, logs
+def child_share(sizes: Sequence[int], jobs: int | None) -> set[int]:
+    """The files the child parses (empty: no child): balanced by bytes, the largest file staying here and each
+    next one, largest first, going to the side with fewer bytes so far."""
+    if jobs == 1 or len(sizes) < 2:
+        return set()
+    if jobs is None and (sum(sizes) < MIN_BYTES or auto_jobs() < 2):
+        return set()
+    here = there = 0
     theirs: set[int] = set()
     for i in sorted(range(len(sizes)), key=lambda k: -sizes[k]):
         if there < here:
@@ -108,42 +85,7 @@ def child_share(sizes: Sequence[int], jobs: int | None, logs: int = 0) -> set[in
             there += sizes[i]
         else:
             here += sizes[i]
-    return theirs if theirs or logs else None
-
-
-@dataclass(frozen=True)
-class _Reply:
-    """What the child sends: each of its files' items (`_sendable`), and the log lines' states when it parsed
-    them (`kueuediag.snapshot.logs.line_states`)."""
-
-    files: dict[int, Sent]
-    lines: list[tuple[Any, ...]] | None
-
-
-def _child_work(files: Sequence[tuple[str, FileData]], theirs: set[int], limits: Limits,
-                logs: dict[str, str] | None, year: int | None) -> _Reply:
-    lines = None
-    if logs is not None and year is not None:
-        from kueuediag.snapshot.logs import line_states, parse_logs  # noqa: PLC0415 - see parse_files
-
-        try:
-            lines = line_states(parse_logs(logs, year), logs)
-        except Exception:  # noqa: BLE001 - not sent: the logs are parsed where they are first read, as without a child
-            lines = None
-    return _Reply(_parse_share(files, theirs, limits), lines)
-
-
-def _capture_year(raw: RawSnapshot, now: datetime | None) -> int | None:
-    """The year the snapshot's klog timestamps are completed with, when known before its objects are (the
-    capture time given on the command line, else the manifest's; else the newest object's, found later)."""
-    if now is not None:
-        return now.year
-    captured = parse_time_lenient(raw.manifest.get("capturedAt"))  # junk: the index reports it
-    return captured.year if captured is not None else None
-
-
-def _log_weight(raw: RawSnapshot) -> int:
-    return LOG_COST * sum(len(text) for text in raw.logs.values())
+    return theirs
 
 
 def _parse_share(files: Sequence[tuple[str, FileData]], theirs: set[int], limits: Limits) -> dict[int, Sent]:
