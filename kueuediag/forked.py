@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from types import TracebackType
 from typing import Generic, TypeVar
 
@@ -92,24 +92,26 @@ class Forked(Generic[T]):
         self.stop()
 
 
-def in_two(tasks: Sequence[Callable[[], T]], side: Collection[int]) -> list[T]:
+def in_two(tasks: Sequence[Callable[[], T]], side: Collection[int]) -> Iterator[T]:
     """Every task's value, in order, the tasks at the indices `side` run in a forked child beside the others; what
-    the serial loop ``[task() for task in tasks]`` returns or raises, as long as the tasks are pure (each reads
+    the serial loop ``for task in tasks: yield task()`` yields or raises, as long as the tasks are pure (each reads
     only what was there before the fork).
 
     - The child runs its tasks in order until one raises (or this process is gone) and sends their values.
-    - This process runs the others in order until one raises.
-    - The earliest task that raises, by index, is the one raised, whichever process ran it: a task the child did
-      not send (it raised there, the child died, or its values could not be sent) is run here, at its turn.
+    - This process runs the others in order until one raises; the child is reaped before the first value is
+      yielded (a caller that stops early leaves no child behind).
+    - The earliest task that raises, by index, is the one raised, at its turn, whichever process ran it: a task
+      the child did not send (it raised there, the child died, or its values could not be sent) is run here.
 
     Serial where the child cannot help: nothing on the side, nothing beside it, or no fork on this platform."""
     theirs_at = set(side)
-    if not theirs_at or len(theirs_at) >= len(tasks):
-        return [task() for task in tasks]
+    child = None
     order = sorted(theirs_at)
-    child = Forked.start(lambda: _run_until_raised([tasks[i] for i in order]))
+    if theirs_at and len(theirs_at) < len(tasks):
+        child = Forked.start(lambda: _run_until_raised([tasks[i] for i in order]))
     if child is None:
-        return [task() for task in tasks]
+        yield from (task() for task in tasks)
+        return
     mine: dict[int, T] = {}
     raised: tuple[int, BaseException] | None = None
     theirs: dict[int, T] = {}
@@ -125,15 +127,13 @@ def in_two(tasks: Sequence[Callable[[], T]], side: Collection[int]) -> list[T]:
         values = child.result()
         if isinstance(values, list):
             theirs = dict(zip(order, values, strict=False))
-    out: list[T] = []
     for i, task in enumerate(tasks):
         if raised is not None and i == raised[0]:
             raise raised[1]
         if i in theirs_at:
-            out.append(theirs[i] if i in theirs else task())
+            yield theirs.pop(i) if i in theirs else task()
         else:
-            out.append(mine[i])
-    return out
+            yield mine.pop(i)
 
 
 def _run_until_raised(tasks: Sequence[Callable[[], T]]) -> list[T]:

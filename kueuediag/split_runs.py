@@ -57,4 +57,4 @@ def run_split(checks: Sequence[Check], snap: Snapshot, target: Target, settings:
     """`run_configured` of every check, in order, the log readers in a forked child (see the module doc); the
     serial loop when nothing splits (no log reader, or nothing else)."""
     side = [i for i, c in enumerate(checks) if reads_logs(c)]
-    return in_two([partial(run_configured, c, snap, target, settings) for c in checks], side)
+    return list(in_two([partial(run_configured, c, snap, target, settings) for c in checks], side))

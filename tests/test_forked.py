@@ -32,13 +32,13 @@ def _boom(i: int, *, only_in_child: bool = False) -> Callable[[], tuple[int, str
 
 
 def test_values_come_back_in_order_from_both_processes() -> None:
-    assert in_two([_where(i) for i in range(5)], {1, 3}) == \
+    assert list(in_two([_where(i) for i in range(5)], {1, 3})) == \
         [(0, "here"), (1, "child"), (2, "here"), (3, "child"), (4, "here")]
 
 
 def test_nothing_to_share_runs_serially() -> None:
-    assert in_two([_where(0), _where(1)], set()) == [(0, "here"), (1, "here")]
-    assert in_two([_where(0), _where(1)], {0, 1}) == [(0, "here"), (1, "here")]  # nothing left beside it
+    assert list(in_two([_where(0), _where(1)], set())) == [(0, "here"), (1, "here")]
+    assert list(in_two([_where(0), _where(1)], {0, 1})) == [(0, "here"), (1, "here")]  # nothing left beside it
 
 
 @pytest.mark.parametrize(("raising", "side", "expected"), [
@@ -50,12 +50,12 @@ def test_nothing_to_share_runs_serially() -> None:
 def test_the_earliest_task_that_raises_is_raised(raising: set[int], side: set[int], expected: str) -> None:
     tasks = [_boom(i) if i in raising else _where(i) for i in range(5)]
     with pytest.raises(Boom, match=expected):
-        in_two(tasks, side)
+        list(in_two(tasks, side))
 
 
 def test_a_task_that_fails_only_in_the_child_is_run_here() -> None:
     tasks = [_where(0), _boom(1, only_in_child=True), _where(2), _where(3)]
-    assert in_two(tasks, {1, 3}) == [(0, "here"), (1, "here"), (2, "here"), (3, "here")]  # the child stopped at 1
+    assert list(in_two(tasks, {1, 3})) == [(0, "here"), (1, "here"), (2, "here"), (3, "here")]  # the child stopped at 1
 
 
 def test_a_dead_child_s_tasks_are_run_here() -> None:
@@ -67,7 +67,7 @@ def test_a_dead_child_s_tasks_are_run_here() -> None:
         calls.append("here")
         return 1, "here"
 
-    assert in_two([_where(0), dies_in_child, _where(2)], {1}) == [(0, "here"), (1, "here"), (2, "here")]
+    assert list(in_two([_where(0), dies_in_child, _where(2)], {1})) == [(0, "here"), (1, "here"), (2, "here")]
     assert calls == ["here"]
 
 
@@ -75,7 +75,7 @@ def test_a_value_that_cannot_be_sent_is_worked_out_here() -> None:
     def lock() -> tuple[int, object]:
         return 1, threading.Lock() if os.getpid() != PARENT else "here"  # a lock does not pickle
 
-    assert in_two([_where(0), lock], {1}) == [(0, "here"), (1, "here")]
+    assert list(in_two([_where(0), lock], {1})) == [(0, "here"), (1, "here")]
 
 
 def test_a_child_still_running_is_stopped() -> None:

@@ -167,9 +167,18 @@ def test_a_dead_child_s_files_are_parsed_here(tmp_path: Path, rebuilt: list[int]
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     path = _write(tmp_path / "snap", _files())
     serial = _read(path, 1)
-    monkeypatch.setattr(split_load, "_parse_share", lambda *_: os._exit(3))
+    parent, original, here = os.getpid(), split_load._sendable, []
+
+    def dies_in_the_child(rel: str, data: Any, limits: Any) -> Any:
+        if os.getpid() != parent:
+            os._exit(3)
+        here.append(rel)
+        return original(rel, data, limits)
+
+    monkeypatch.setattr(split_load, "_sendable", dies_in_the_child)
     assert _view(_read(path, 2)) == _view(serial)
-    assert rebuilt == []
+    assert sorted(here) == ["objects/jobs.json", "objects/kueue.yaml", "objects/nodes.json", "objects/pods.json"]
+    assert sorted(rebuilt) == [2, 40, 120, 150]  # every file the child held, parsed here instead
 
 
 def test_a_file_the_child_cannot_name_by_offset_is_parsed_here(tmp_path: Path, rebuilt: list[int],

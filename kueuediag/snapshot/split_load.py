@@ -20,11 +20,12 @@ Nothing changes in what is read: the items, their order and every error are the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 from kueuediag.cores import auto_jobs
-from kueuediag.forked import Forked
+from kueuediag.forked import in_two
 from kueuediag.snapshot.held import Held, InMemory, Source
 from kueuediag.snapshot.limits import Limits
 from kueuediag.snapshot.reader import FileData, Mapped, parse_objects, unmap
@@ -40,34 +41,20 @@ Sent = list[tuple[Any, ...] | dict[str, Any]] | None
 
 def parse_files(files: Sequence[tuple[str, FileData]], limits: Limits,
                 jobs: int | None = None) -> Iterator[list[Item]]:
-    """`parse_objects` of each file, in file order, in two processes when it pays (see the module doc). `jobs`:
-    None decides (two on an idle CPU for large files), 1 never forks, 2 or more always does."""
+    """`parse_objects` of each file, in file order, in two processes when it pays (see the module doc;
+    :func:`kueuediag.forked.in_two` keeps the serial order of values and errors). `jobs`: None decides (two on an
+    idle CPU for large files), 1 never forks, 2 or more always does."""
     theirs = child_share([_size(data) for _, data in files], jobs)
-    child = Forked.start(lambda: _parse_share(files, theirs, limits)) if theirs else None
-    if child is None:
-        yield from (parse_objects(rel, data, limits) for rel, data in files)
-        return
-    with child:
-        mine: dict[int, list[Item]] = {}
-        raised: tuple[int, Exception] | None = None
-        for i, (rel, data) in enumerate(files):
-            if i in theirs:
-                continue
-            try:
-                mine[i] = parse_objects(rel, data, limits)
-            except Exception as exc:  # noqa: BLE001 - raised at its turn below
-                raised = (i, exc)
-                break
-        sent = child.result()
-    replies = sent if isinstance(sent, dict) else {}
-    for i, (rel, data) in enumerate(files):
-        if raised is not None and i == raised[0]:
-            raise raised[1]
+    tasks: list[Callable[[], Any]] = [  # the child's files: what it sends (`Sent`); this process's: their items
+        partial(_sendable, rel, data, limits) if i in theirs else partial(parse_objects, rel, data, limits)
+        for i, (rel, data) in enumerate(files)]
+    for i, value in enumerate(in_two(tasks, theirs)):
         if i not in theirs:
-            yield mine.pop(i)
+            yield value
             continue
-        reply = replies.pop(i, None)
-        yield _rebuilt(reply, data) if isinstance(reply, list) else parse_objects(rel, data, limits)
+        rel, data = files[i]
+        sent: Sent = value
+        yield _rebuilt(sent, data) if sent is not None else parse_objects(rel, data, limits)
 
 
 def child_share(sizes: Sequence[int], jobs: int | None) -> set[int]:
@@ -88,25 +75,14 @@ def child_share(sizes: Sequence[int], jobs: int | None) -> set[int]:
     return theirs
 
 
-def _parse_share(files: Sequence[tuple[str, FileData]], theirs: set[int], limits: Limits) -> dict[int, Sent]:
-    """In the child: what it sends of each of its files, in file order, up to the first that raises (parsed
-    again, and raised, by the parent at its turn)."""
-    out: dict[int, Sent] = {}
-    for i in sorted(theirs):
-        rel, data = files[i]
-        try:
-            out[i] = _sendable(parse_objects(rel, data, limits, by_offset=True))
-        except Exception:  # noqa: BLE001 - not sent: the parent parses it and raises what the serial reader raises
-            break
-    return out
-
-
-def _sendable(items: list[Item]) -> Sent:
+def _sendable(rel: str, data: FileData, limits: Limits) -> Sent:
+    """The child's reply for one of its files: each item a held item's state or a decoded object, in order; None
+    when an item is held as a slice of the bytes (not split by offset): the parent parses the file."""
     sent: list[tuple[Any, ...] | dict[str, Any]] = []
-    for item in items:
+    for item in parse_objects(rel, data, limits, by_offset=True):
         if isinstance(item, Held):
             state = item.state()
-            if state is None:  # held as a slice of the bytes (not split by offset): the parent parses the file
+            if state is None:
                 return None
             sent.append(state)
         else:
