@@ -171,6 +171,12 @@ def _resolve_found(snap: Snapshot, text: str, kind: str | None, group: str | Non
             pass
     candidates = _find_objects(snap, kind, group, name, namespace)
     if not candidates:
+        bare = _find_objects(snap, kind, group, name, namespace, without_namespace=True)
+        if bare:  # a manifest's object: what the API server returns always names its namespace
+            found = ", ".join(sorted({f"{o['kind']}/{name}" for o in bare}))
+            raise InputError(f"{text}: {found} in the snapshot has no metadata.namespace (a manifest rather than "
+                             "an object read from the cluster?); set its namespace, or capture the cluster with "
+                             "`kueuediag snapshot`")
         raise TargetNotFound(f"{text}: not found{_in(namespace)}", _suggest(snap, name, namespace))
     namespaces = sorted({meta(o).get("namespace") or "" for o in candidates})
     if len(candidates) > 1 and len(namespaces) > 1:
@@ -210,7 +216,9 @@ def _resolve_workload(snap: Snapshot, text: str, name: str, namespace: str | Non
 
 
 def _find_objects(snap: Snapshot, kind: str | None, group: str | None, name: str,
-                  namespace: str | None) -> list[dict[str, Any]]:
+                  namespace: str | None, *, without_namespace: bool = False) -> list[dict[str, Any]]:
+    """The namespaced objects named `name` (in `namespace` if given); with `without_namespace`, instead those of
+    that name that carry no namespace at all (which no `-n` can select)."""
     out = []
     for k in snap.kinds():
         if k in OWNER_KINDS_SKIP:
@@ -218,9 +226,9 @@ def _find_objects(snap: Snapshot, kind: str | None, group: str | None, name: str
         if kind is not None and k.lower() != kind.lower():
             continue
         for h in snap.entries(k):
-            if h.name != name or not h.namespace:
+            if h.name != name or bool(h.namespace) == without_namespace:
                 continue
-            if namespace is not None and h.namespace != namespace:
+            if namespace is not None and not without_namespace and h.namespace != namespace:
                 continue
             if group is not None:
                 api_group = h.api_version.rpartition("/")[0]
@@ -316,14 +324,14 @@ def _top_owner(snap: Snapshot, obj: dict[str, Any]) -> dict[str, Any] | None:
 def _suggest(snap: Snapshot, name: str, namespace: str | None) -> list[str]:
     names: dict[str, str] = {}
     for h in snap.entries("Workload"):
-        if namespace is None or h.namespace == namespace:
+        if h.namespace and (namespace is None or h.namespace == namespace):  # no `-n` selects a namespace-less one
             names[h.name] = f"workload/{h.name} -n {h.namespace}"
             owner = next((r for r in h.owners if r[3]), h.owners[0] if h.owners else None)
             if owner and owner[2]:
                 names.setdefault(owner[2], f"{str(owner[1] or '').lower()}/{owner[2]} -n {h.namespace}")
     for kind in ("Job", "JobSet", "Pod"):
         for h in snap.entries(kind):
-            if namespace is None or h.namespace == namespace:
+            if h.namespace and (namespace is None or h.namespace == namespace):
                 names.setdefault(h.name, f"{kind.lower()}/{h.name} -n {h.namespace}")
     close = difflib.get_close_matches(name, list(names), n=5, cutoff=0.5)
     return [names[c] for c in close]

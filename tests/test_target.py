@@ -75,3 +75,22 @@ def test_not_found_lists_closest_names(spot: Snapshot) -> None:
     assert "job/whisper-batch -n team-nlp" in info.value.suggestions
     with pytest.raises(TargetNotFound):
         resolve(spot, "job/whisper-batch", "team-speech")
+
+
+def test_an_object_without_a_namespace_is_named_not_suggested(tmp_path: Path) -> None:
+    """A manifest's JobSet (no metadata.namespace, as `kubectl apply -f` files are written) cannot be selected by
+    any `-n`: resolving it says so in one line instead of "not found" with a suggestion of `-n None`."""
+    (tmp_path / "objects").mkdir()
+    (tmp_path / "objects" / "jobset.yaml").write_text(
+        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: sleep-job\n"
+        "  creationTimestamp: '2026-01-01T00:00:00Z'\n  labels: {kueue.x-k8s.io/queue-name: user-queue}\n"
+        "spec: {replicatedJobs: []}\n"
+        "---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: sleep-jobs\n  namespace: team-a\n"
+        "  creationTimestamp: '2026-01-01T00:00:00Z'\nspec: {template: {spec: {containers: []}}}\n")
+    snap = load_snapshot(str(tmp_path))
+    for text, ns in (("jobset/sleep-job", None), ("sleep-job", None), ("jobset/sleep-job", "default")):
+        with pytest.raises(InputError, match=r"JobSet/sleep-job in the snapshot has no metadata\.namespace"):
+            resolve(snap, text, ns)
+    with pytest.raises(TargetNotFound) as info:
+        resolve(snap, "job/sleep-jo", None)
+    assert info.value.suggestions == ["job/sleep-jobs -n team-a"]

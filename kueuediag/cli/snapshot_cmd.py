@@ -16,7 +16,14 @@ from typing import Any
 import typer
 
 from kueuediag.cli import options as opt
-from kueuediag.cli.common import handle_errors, live_options, settings_from_flags, split_csv, stderr_status
+from kueuediag.cli.common import (
+    handle_errors,
+    live_options,
+    retain_until_exit,
+    settings_from_flags,
+    split_csv,
+    stderr_status,
+)
 from kueuediag.errors import ExitCode, InputError
 
 
@@ -105,6 +112,9 @@ def register(app: typer.Typer) -> None:
                 all_namespaces=all_namespaces,
                 for_target=for_target,
             )
+        # Every collected object is garbage once the summary is printed: freeing them one by one took 0.25 s of a
+        # quarter-size `snapshot -A` (a tenth of its transfer); the process ends without the teardown.
+        retain_until_exit(result)
         kinds = Counter(str(o.get("kind")) for o in result.raw.dicts())
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
         typer.echo(
