@@ -35,6 +35,7 @@ from kueuediag.models import (
     WorkloadInfo,
     assemble,
     make,
+    replaced,
 )
 from kueuediag.ranking import rank, sort_key, verdict_cause
 from kueuediag.registry import is_builtin
@@ -100,9 +101,6 @@ def _assembles_runs(cls: type[Check]) -> bool:
     return True
 
 
-_RUN_ORDER = tuple(CheckRun.model_fields)
-
-
 def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
     """Run one check isolated and timed, and turn whatever it returned or raised into an honest CheckRun."""
     base = _run_fields(type(check))
@@ -133,10 +131,13 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
         result = make(CheckResult, outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}")
     elapsed = (time.perf_counter() - start) * 1000
     # a CheckResult's fields are its __dict__ (no extras: the models forbid them), read without pydantic's iterator
-    values = {**base, **result.__dict__, "duration_ms": round(elapsed, 2)}
+    got = result.__dict__
     if type(result) is CheckResult and _assembles_runs(type(check)):
-        return assemble(CheckRun, {name: values[name] for name in _RUN_ORDER})
-    return CheckRun(**values)
+        return assemble(CheckRun, {  # CheckRun's fields in their order (tests/test_engine.py holds it)
+            "code": base["code"], "check": base["check"], "family": base["family"], "outcome": got["outcome"],
+            "reason": got["reason"], "duration_ms": round(elapsed, 2), "findings": got["findings"],
+            "contributions": got["contributions"], "evidence": got["evidence"], "input": got["input"]})
+    return CheckRun(**{**base, **got, "duration_ms": round(elapsed, 2)})
 
 
 def is_target_object(exc: MalformedObject, target: Target) -> bool:
@@ -180,7 +181,7 @@ def override_finding(f: Finding, settings: Settings, classes: Mapping[str, type[
     cls = classes.get(f.code)
     for key, sev in settings.severity.items():
         if key == f.cause or (cls is not None and matches(key, cls)):
-            return f.model_copy(update={"severity": sev})
+            return replaced(f, severity=sev)
     return f
 
 
@@ -196,10 +197,10 @@ def drop_ignored(run: CheckRun, settings: Settings) -> CheckRun:
     findings = tuple(f for f in run.findings if f.cause not in settings.ignore)
     contributions = tuple(c for c in run.contributions if c.cause not in settings.ignore)
     if findings or contributions:
-        return run.model_copy(update={"findings": findings, "contributions": contributions})
+        return replaced(run, findings=findings, contributions=contributions)
     causes = sorted({f.cause for f in run.findings} | {c.cause for c in run.contributions})
-    return run.model_copy(update={"outcome": Outcome.NOT_APPLICABLE, "findings": (), "contributions": (),
-                                  "reason": f"all findings ({', '.join(causes)}) ignored by configuration"})
+    return replaced(run, outcome=Outcome.NOT_APPLICABLE, findings=(), contributions=(),
+                    reason=f"all findings ({', '.join(causes)}) ignored by configuration")
 
 
 def run_configured(check: Check, snap: Snapshot, target: Target, settings: Settings) -> CheckRun:
@@ -284,7 +285,7 @@ def _with_verified_fixes(snap: Snapshot, target: Target, classes: Sequence[type[
 
     w = target.workload
     checked = verify(snap, [r.finding for r in ranked], again, pending=(w.namespace, w.name) if w else None)
-    return [r if f is r.finding else r.model_copy(update={"finding": f}) for r, f in zip(ranked, checked, strict=True)]
+    return [r if f is r.finding else replaced(r, finding=f) for r, f in zip(ranked, checked, strict=True)]
 
 
 _UNSEEN = (Outcome.COULD_NOT_CHECK, Outcome.ERRORED)

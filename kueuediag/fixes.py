@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from kueuediag.models import Finding, Fix, FixStatus, Patch, make
+from kueuediag.models import Finding, Fix, FixStatus, Patch, make, replaced
 from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
@@ -218,10 +218,10 @@ def all_fixes(finding: Finding) -> list[Fix]:
     patches = {command(f.patch): f.patch for f in out if f.patch is not None}
     for c in (classify(t) for t in finding.remediation if t not in texts):
         same = patches.get(c.command or "")
-        out.append(c.model_copy(update={"patch": same}) if same is not None else c)  # e.g. with its assumed object
+        out.append(replaced(c, patch=same) if same is not None else c)  # e.g. with its assumed object
     note = ADMIN_CHOICES.get(finding.cause)
     if note:
-        out = [x.model_copy(update={"note": x.note or note})
+        out = [replaced(x, note=x.note or note)
                if x.status is not FixStatus.ADVICE or x.patch is not None else x for x in out]
     return out
 
@@ -376,7 +376,7 @@ def verify(snap: Snapshot, findings: list[Finding], rediagnose: Rediagnose,
         if any(x.patch for x in fixes):
             labelled = [_verified(snap, f, x, rediagnose, pending) for x in fixes]
             fixes = [x for x in labelled if x is not None]
-        out.append(f.model_copy(update={"fixes": tuple(fixes)}))
+        out.append(replaced(f, fixes=tuple(fixes)))
     return _same_command_same_status(out)
 
 
@@ -389,9 +389,9 @@ def _same_command_same_status(findings: list[Finding]) -> list[Finding]:
         if not any(x.patch is None and x.command in verified for x in f.fixes):
             out.append(f)  # nothing to relabel (the common case): no copy
             continue
-        fixes = tuple(verified[x.command].model_copy(update={"text": x.text})
+        fixes = tuple(replaced(verified[x.command], text=x.text)
                       if x.patch is None and x.command in verified else x for x in f.fixes)
-        out.append(f.model_copy(update={"fixes": fixes}))
+        out.append(replaced(f, fixes=fixes))
     return out
 
 
@@ -409,12 +409,12 @@ def _verified(snap: Snapshot, finding: Finding, fix: Fix, rediagnose: Rediagnose
                and a.about_target == finding.about_target and a.code == finding.code)
     cmd = fix.command or command(fix.patch)
     if gone:
-        return fix.model_copy(update={"status": FixStatus.STOP_GAP if fix.stop_gap else FixStatus.VERIFIED,
-                                      "command": cmd, "reason": fix.reason or (RELIEF if fix.stop_gap else "")})
+        return replaced(fix, status=FixStatus.STOP_GAP if fix.stop_gap else FixStatus.VERIFIED,
+                        command=cmd, reason=fix.reason or (RELIEF if fix.stop_gap else ""))
     if fix.stop_gap:
-        return fix.model_copy(update={"status": FixStatus.STOP_GAP, "command": cmd,
-                                      "reason": fix.reason or "re-diagnosing with the change applied still finds "
-                                                              "the cause: it only relieves it"})
+        return replaced(fix, status=FixStatus.STOP_GAP, command=cmd,
+                        reason=fix.reason or "re-diagnosing with the change applied still finds the cause: it only "
+                                             "relieves it")
     return None
 
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from kueuediag.causes import cause
 from kueuediag.check import DOCS_BASE
-from kueuediag.models import CheckRun, Confidence, Contribution, Finding, Outcome, make
+from kueuediag.models import CheckRun, Confidence, Contribution, Finding, Outcome, make, replaced
 
 
 def contribution_finding(code: str, check: str, c: Contribution) -> Finding:
@@ -50,15 +50,16 @@ def fold(base: Finding, code: str, extra: Finding | Contribution) -> Finding:
     fixes = list(base.fixes)
     if isinstance(extra, Finding):
         fixes += [x for x in extra.fixes if x not in fixes]
-    return base.model_copy(update={
-        "fixes": tuple(fixes),
-        "evidence": tuple(evidence),
-        "remediation": tuple(remediation),
-        "confidence": max(base.confidence, extra.confidence),
-        "about_target": base.about_target or extra.about_target,
-        "contributors": tuple(contributors),
-        "data": data,
-    })
+    return replaced(
+        base,
+        fixes=tuple(fixes),
+        evidence=tuple(evidence),
+        remediation=tuple(remediation),
+        confidence=max(base.confidence, extra.confidence),
+        about_target=base.about_target or extra.about_target,
+        contributors=tuple(contributors),
+        data=data,
+    )
 
 
 def merge_runs(runs: Sequence[CheckRun], owners: dict[str, str]) -> list[Finding]:
@@ -95,4 +96,4 @@ def _contested(c: Contribution, owner: CheckRun | None) -> Contribution:
     why = f" {owner.code} {owner.check} ruled this cause out"
     if owner.evidence:
         why += f" ({owner.evidence[0].observed})"
-    return c.model_copy(update={"confidence": Confidence.LOW, "message": c.message + why + "."})
+    return replaced(c, confidence=Confidence.LOW, message=c.message + why + ".")

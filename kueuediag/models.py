@@ -150,14 +150,28 @@ def assemble(cls: type[_M], values: dict[str, Any], given: Iterable[str] | None 
     `given`: the fields the equivalent constructor call names (its `model_fields_set`), default all."""
     obj = _new(cls)
     _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", set(values if given is None else given))
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
+    _set_fields_set(obj, set(values if given is None else given))
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
+
+
+def replaced(obj: _M, **update: Any) -> _M:
+    """``obj.model_copy(update=update)`` for a frozen result model of this module: the same instance (a shallow
+    copy of its fields with `update` applied unvalidated, the updated names added to its fields set), without
+    pydantic's generic copy (the engine copies a few findings per diagnosis: fixes labelled, ranks given)."""
+    cls = type(obj)
+    if cls.__module__ != __name__ or cls.model_config.get("extra") != "forbid" or obj.__pydantic_private__ is not None:
+        return obj.model_copy(update=update)
+    return assemble(cls, {**obj.__dict__, **update}, obj.__pydantic_fields_set__ | update.keys())
 
 
 _new = object.__new__
 _set = object.__setattr__
+# BaseModel keeps these three in slots: setting them through their slot descriptors skips the attribute lookup
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def make(cls: type[_M], /, **values: Any) -> _M:

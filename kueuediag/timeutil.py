@@ -77,8 +77,10 @@ def human_duration(seconds: float | timedelta | None) -> str:
     return f"{sign}{secs}s"
 
 
+@functools.lru_cache(maxsize=256)
 def parse_duration(text: str) -> timedelta:
-    """Parse `90s`, `15m`, `2h`, `1d`, `1h30m` (as used by --since and thresholds)."""
+    """Parse `90s`, `15m`, `2h`, `1d`, `1h30m` (as used by --since and thresholds). Cached (pure, and the result is
+    immutable): KD301 reads its two window options for every pending workload of a fleet scan."""
     import re
 
     if not text or not re.fullmatch(r"(\d+(\.\d+)?[smhd])+", text.strip()):

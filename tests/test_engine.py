@@ -379,3 +379,37 @@ def test_result_constructors_assemble_what_validation_builds() -> None:
         CheckResult.not_applicable(42)  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         CheckResult.ruled_out("not evidence")  # type: ignore[arg-type]
+
+
+def test_replaced_equals_model_copy() -> None:
+    """models.replaced (the engine's copy of a finding, run, ranked finding or fix with a few fields changed) builds
+    what pydantic's model_copy(update=...) builds: equal, same fields in the same order, same fields set, frozen."""
+    from kueuediag.models import (
+        CheckRun,
+        Finding,
+        Fix,
+        FixStatus,
+        Layer,
+        RankedFinding,
+        Severity,
+        replaced,
+    )
+
+    finding = Finding(code="KD101", check="guarantee-violation", cause="guarantee-violation", title="t",
+                      message="m", severity=Severity.HIGH, evidence=(ev("derived", "seen"),), data={"a": 1})
+    fix = Fix(text="kubectl get pods", status=FixStatus.ADVICE)
+    cases = [
+        (finding, {"severity": Severity.LOW}),
+        (finding, {"fixes": (fix,), "contributors": ("KD201",)}),
+        (RankedFinding(rank=1, layer=Layer.KUEUE, finding=finding), {"finding": finding}),
+        (CheckRun(code="KD101", check="c", family="f", outcome=Outcome.FIRED, findings=(finding,)),
+         {"findings": (), "outcome": Outcome.NOT_APPLICABLE, "reason": "ignored"}),
+        (fix, {"note": "ask the admin"}),
+    ]
+    for obj, update in cases:
+        fast, slow = replaced(obj, **update), obj.model_copy(update=update)
+        assert fast == slow and repr(fast) == repr(slow) and fast.model_dump() == slow.model_dump()
+        assert list(fast.__dict__) == list(slow.__dict__) and fast.model_fields_set == slow.model_fields_set
+        assert fast.__dict__ is not obj.__dict__ and fast.__pydantic_extra__ is slow.__pydantic_extra__ is None
+        with pytest.raises(Exception, match="frozen"):
+            fast.code = "changed"  # type: ignore[misc,union-attr]

@@ -46,8 +46,10 @@ class FlavorExclusion:
 
 def flavor_tolerations_count(snap: Snapshot) -> bool:
     """Whether the installed Kueue lets a flavor's own tolerations cover its nodeTaints in flavor assignment
-    (version-table row ``rf-tolerations-in-assignment``; an unknown version is taken as a current release)."""
-    return installation(snap).has(behaviour("rf-tolerations-in-assignment").id) is not False
+    (version-table row ``rf-tolerations-in-assignment``; an unknown version is taken as a current release).
+    Read once per snapshot: KD003 and KD201 ask it for every pending workload of a fleet scan."""
+    return snap.memo("flavor-match:rf-tolerations",
+                     lambda: installation(snap).has(behaviour("rf-tolerations-in-assignment").id) is not False)
 
 
 def restricted_selector_matches(pod_spec: dict[str, Any], flavor_labels: dict[str, str]) -> tuple[bool, str]:

@@ -12,6 +12,7 @@ from dataclasses import field
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, TypeVar
 
 from kueuediag.errors import InputError, MalformedObject
@@ -116,9 +117,10 @@ class WorkloadView:
         c = self.conditions.get(type_)
         return bool(c and c.true)
 
-    @property
+    @cached_property
     def state(self) -> WorkloadState:
-        """finished > admitted > quota-reserved > pending (pkg/workload Status())."""
+        """finished > admitted > quota-reserved > pending (pkg/workload Status()). Kept on the view (its conditions
+        are never changed after it is built): the checks ask it a few dozen times per pending workload."""
         if self.is_true("Finished"):
             return WorkloadState.FINISHED
         if self.is_true("Admitted"):
@@ -127,7 +129,7 @@ class WorkloadView:
             return WorkloadState.QUOTA_RESERVED
         return WorkloadState.PENDING
 
-    @property
+    @cached_property
     def holds_quota(self) -> bool:
         return self.is_true("QuotaReserved") and not self.is_true("Finished")
 
