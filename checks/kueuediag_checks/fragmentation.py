@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import field
 from decimal import Decimal
 from typing import Any
@@ -14,6 +15,7 @@ from kueuediag.analysis.capacity import (
     NodeCapacity,
     NodeMatch,
     Placement,
+    constraint_key,
     fmt_qty,
     fragmentation,
     main_resource,
@@ -22,7 +24,7 @@ from kueuediag.analysis.capacity import (
 )
 from kueuediag.analysis.flavor_match import flavor_tolerations_count, spec_exclusion
 from kueuediag.analysis.messages import PendingMessage, Reason, ReasonKind, parse_pending_message
-from kueuediag.analysis.quota_fit import FitVerdict, fit_facts, flavor_fits, workload_fit
+from kueuediag.analysis.quota_fit import FitVerdict, fit_facts, fit_shape, flavor_fits, workload_fit
 from kueuediag.analysis.scheduling import pod_scheduling
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
@@ -143,7 +145,7 @@ class Fragmentation(Check):
         remaining = _remaining_pods(snapshot, w)
         if not any(remaining.values()):
             return CheckResult.not_applicable("every pod of the workload is already placed")
-        evals = self._evaluate(snapshot, idx, w, cq, remaining, msg, gpus)
+        evals = self._evaluations(snapshot, idx, w, cq, remaining, msg, gpus)
         if not evals:
             return CheckResult.could_not_check(
                 "ResourceFlavors", "no ResourceFlavor the workload may use is in the snapshot (nothing to place on)")
@@ -185,6 +187,31 @@ class Fragmentation(Check):
                   kind="ResourceFlavor", name=e.flavor.name, field=e.resource)
 
     # --- evaluation ------------------------------------------------------------------------------------------
+    def _evaluations(self, snap: Snapshot, idx: KueueIndex, w: WorkloadView, cq: ClusterQueueView | None,
+                     remaining: dict[str, int], msg: PendingMessage | None,
+                     gpus: tuple[str, ...]) -> list[_FlavorEval]:
+        """:meth:`_evaluate`, shared by the pending workloads of one shape in one ClusterQueue.
+
+        For a workload that holds no quota and has no admission, the evaluation reads of the workload only what
+        the key holds: per pod set its name, count, minimum count, requests and placement constraints (`fit_shape`,
+        which also decides its quota fit), the constraint text node matching reads from its pod spec, its
+        topology request, and the workload's QuotaReserved message; the rest is the snapshot's and the option
+        `gpus`. What names the workload (its own pod sets, the facts keyed by its name) is put back per workload.
+        tests/test_scan_indexes.py holds the shared evaluations to each workload's own."""
+        own = {ps.name: ps for ps in w.pod_sets}
+        if w.assignments or w.holds_quota or cq is None or len(own) < len(w.pod_sets):
+            return self._evaluate(snap, idx, w, cq, remaining, msg, gpus)
+        qr = w.cond("QuotaReserved")
+        key = ("KD201:evaluations", cq.name, gpus, fit_shape(w),
+               tuple(constraint_key(snap, ps.spec) for ps in w.pod_sets),
+               tuple(_tas_request(w, ps) for ps in w.pod_sets), tuple(sorted(remaining.items())),
+               qr.message if qr is not None and qr.false else None)
+        shared = snap.memo(key, lambda: self._evaluate(snap, idx, w, cq, remaining, msg, gpus))
+        fit = workload_fit(snap, w, cq.name)
+        return [dataclasses.replace(e, pod_sets=[(own[ps.name], n) for ps, n in e.pod_sets],
+                                    facts=fit_facts(w, fit, only={(ps.name, e.flavor.name) for ps, _ in e.pod_sets}))
+                for e in shared]
+
     def _evaluate(self, snap: Snapshot, idx: KueueIndex, w: WorkloadView, cq: ClusterQueueView | None,
                   remaining: dict[str, int], msg: PendingMessage | None, gpus: tuple[str, ...]) -> list[_FlavorEval]:
         by_flavor: dict[str, list[tuple[PodSet, int]]] = {}
