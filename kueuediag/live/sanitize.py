@@ -206,45 +206,85 @@ def _walk(node: Any, key: str | None = None, depth: int = 0) -> Any:
 
     Values are replaced in place (a dict's keys never change while it is walked); only strings that the cheap
     `_TRIGGER` pre-filter matches reach the scrubbers. A live collection walks every string of every object it
-    keeps, so this loop is most of its CPU time: exact-type tests come first (decoded JSON holds only plain
-    dicts, lists and strs), `isinstance` catches subclasses after them, and the pre-filter's memo is read inline.
+    keeps, so this loop is most of its CPU time: dicts and lists are walked by their own functions, called
+    directly by exact type (decoded JSON holds only plain dicts, lists, strs, numbers, booleans and None), with
+    `isinstance` for anything else, and the pre-filter's memo is read inline.
     """
+    if type(node) is dict:
+        return _walk_dict(node, depth)
+    if type(node) is list:
+        return _walk_list(node, key, depth)
     if depth > 40:
         return node
     if isinstance(node, dict):
-        if "containers" in node and isinstance(node["containers"], list):
-            _sanitize_pod_spec(node)
-        if ("annotations" in node or "labels" in node) and (
-                isinstance(node.get("annotations"), dict) or isinstance(node.get("labels"), dict)):
-            sanitize_metadata(node)
-        for k, v in node.items():
-            t = type(v)
-            if t is str or (t is not dict and t is not list and isinstance(v, str)):
-                if k not in _NOT_FREE_TEXT:
-                    hit = _TRIGGER_MEMO.get(v)
-                    if hit is None:
-                        hit = _may_hold_secret(v)
-                    if hit:
-                        node[k] = scrub_text(v)
-            elif (t is dict or t is list or isinstance(v, (dict, list))) and k not in ("annotations", "labels"):
-                _walk(v, k, depth + 1)  # those two: sanitize_metadata
-        return node
+        return _walk_dict(node, depth)
     if isinstance(node, list):
-        free_text = key not in _NOT_FREE_TEXT
-        for i, item in enumerate(node):
-            t = type(item)
-            if t is str or (t is not dict and t is not list and isinstance(item, str)):
-                if free_text:
-                    hit = _TRIGGER_MEMO.get(item)
-                    if hit is None:
-                        hit = _may_hold_secret(item)
-                    if hit:
-                        node[i] = scrub_text(item)
-            elif t is dict or t is list or isinstance(item, (dict, list)):
-                _walk(item, key, depth + 1)
-        return node
+        return _walk_list(node, key, depth)
     if isinstance(node, str) and key not in _NOT_FREE_TEXT:
         return scrub_text(node)
+    return node
+
+
+_SCALARS = (int, float, bool, type(None))
+
+
+def _walk_dict(node: dict[str, Any], depth: int) -> dict[str, Any]:
+    if depth > 40:
+        return node
+    if "containers" in node and isinstance(node["containers"], list):
+        _sanitize_pod_spec(node)
+    if ("annotations" in node or "labels" in node) and (
+            isinstance(node.get("annotations"), dict) or isinstance(node.get("labels"), dict)):
+        sanitize_metadata(node)
+    memo = _TRIGGER_MEMO
+    for k, v in node.items():
+        t = type(v)
+        if t is str:
+            if k not in _NOT_FREE_TEXT:
+                hit = memo.get(v)
+                if hit is None:
+                    hit = _may_hold_secret(v)
+                if hit:
+                    node[k] = scrub_text(v)
+        elif t is dict:
+            if k != "annotations" and k != "labels":  # those two: sanitize_metadata
+                _walk_dict(v, depth + 1)
+        elif t is list:
+            if k != "annotations" and k != "labels":
+                _walk_list(v, k, depth + 1)
+        elif t not in _SCALARS:
+            if isinstance(v, str):
+                if k not in _NOT_FREE_TEXT and _may_hold_secret(v):
+                    node[k] = scrub_text(v)
+            elif isinstance(v, (dict, list)) and k not in ("annotations", "labels"):
+                _walk(v, k, depth + 1)
+    return node
+
+
+def _walk_list(node: list[Any], key: str | None, depth: int) -> list[Any]:
+    if depth > 40:
+        return node
+    free_text = key not in _NOT_FREE_TEXT
+    memo = _TRIGGER_MEMO
+    for i, item in enumerate(node):
+        t = type(item)
+        if t is str:
+            if free_text:
+                hit = memo.get(item)
+                if hit is None:
+                    hit = _may_hold_secret(item)
+                if hit:
+                    node[i] = scrub_text(item)
+        elif t is dict:
+            _walk_dict(item, depth + 1)
+        elif t is list:
+            _walk_list(item, key, depth + 1)
+        elif t not in _SCALARS:
+            if isinstance(item, str):
+                if free_text and _may_hold_secret(item):
+                    node[i] = scrub_text(item)
+            elif isinstance(item, (dict, list)):
+                _walk(item, key, depth + 1)
     return node
 
 

@@ -19,26 +19,24 @@ half-written snapshot and two writers never share a temporary file.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import re
 import shutil
-import struct
-import tarfile
 import tempfile
 import time
-import zlib
-from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, NamedTuple
 
 import orjson
 
 from kueuediag.errors import InputError
+from kueuediag.live.targz import Compressed, MemberCompressor, TarGzWriter
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -77,19 +75,14 @@ def _safe(part: str) -> str:
 
 def snapshot_files(raw: RawSnapshot) -> dict[str, bytes]:
     """relative path → content for every file of the snapshot."""
-    return dict(iter_snapshot_files(raw))
+    return {f.rel: f.encode() for f in iter_snapshot_files(raw)}
 
 
-def iter_snapshot_files(raw: RawSnapshot) -> Iterator[tuple[str, bytes]]:
-    """(relative path, content) of every file of the snapshot, in the order they are written; each file is
-    encoded when it is asked for, so writing (and compressing) one overlaps encoding the next."""
-    manifest = dict(raw.manifest)
-    manifest.setdefault("format", FORMAT)
-    manifest.setdefault("errors", [])
-    yield "manifest.json", (json.dumps(manifest, indent=2, sort_keys=False) + "\n").encode()
+def object_files(objs: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """relative path → the objects of that List file (one per namespace and kind), in the order given."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     paths: dict[tuple[Any, Any], str] = {}
-    for obj in raw.dicts():
+    for obj in objs:
         ns = (obj.get("metadata") or {}).get("namespace")
         kind = obj.get("kind")
         where = paths.get((ns, kind))
@@ -98,12 +91,35 @@ def iter_snapshot_files(raw: RawSnapshot) -> Iterator[tuple[str, bytes]]:
             where = paths[(ns, kind)] = f"objects/namespaces/{_safe(ns)}/{name}.json" if ns else \
                 f"objects/cluster/{name}.json"
         groups[where].append(obj)
-    for where, objs in sorted(groups.items()):
-        yield where, _list_json({"apiVersion": "v1", "kind": "List", "items": objs})
+    return groups
+
+
+def list_file(objs: list[dict[str, Any]]) -> bytes:
+    """The content of one List file."""
+    return _list_json({"apiVersion": "v1", "kind": "List", "items": objs})
+
+
+class SnapshotFile(NamedTuple):
+    rel: str
+    """the path inside the snapshot"""
+    encode: Callable[[], bytes]
+    """its content (encoded when called: writing one file overlaps encoding the next)"""
+    objects: list[dict[str, Any]] | None = None
+    """a List file's objects (a List file encoded early, :class:`EarlyFiles`, is not encoded again)"""
+
+
+def iter_snapshot_files(raw: RawSnapshot) -> Iterator[SnapshotFile]:
+    """Every file of the snapshot, in the order they are written."""
+    manifest = dict(raw.manifest)
+    manifest.setdefault("format", FORMAT)
+    manifest.setdefault("errors", [])
+    yield SnapshotFile("manifest.json", lambda: (json.dumps(manifest, indent=2, sort_keys=False) + "\n").encode())
+    for where, objs in sorted(object_files(raw.dicts()).items()):
+        yield SnapshotFile(where, partial(list_file, objs), objs)
     for rel, text in sorted(raw.metrics.items()):
-        yield _under("metrics", rel, (".om", ".txt", ".prom"), ".om"), text.encode()
+        yield SnapshotFile(_under("metrics", rel, (".om", ".txt", ".prom"), ".om"), text.encode)
     for rel, text in sorted(raw.logs.items()):
-        yield _under("logs", rel, (".log", ".txt", ".jsonl"), ".log"), text.encode()
+        yield SnapshotFile(_under("logs", rel, (".log", ".txt", ".jsonl"), ".log"), text.encode)
 
 
 def _under(top: str, rel: str, suffixes: tuple[str, ...], default: str) -> str:
@@ -116,15 +132,15 @@ def _under(top: str, rel: str, suffixes: tuple[str, ...], default: str) -> str:
     return "/".join([top, *parts])
 
 
-def write_snapshot(raw: RawSnapshot, path: str | os.PathLike[str]) -> Path:
-    """Write to `path`: a .tar.gz/.tgz archive when the name says so, else a directory (created)."""
+def write_snapshot(raw: RawSnapshot, path: str | os.PathLike[str], early: EarlyFiles | None = None) -> Path:
+    """Write to `path`: a .tar.gz/.tgz archive when the name says so, else a directory (created). `early` holds
+    List files of an archive to `path` encoded and compressed during the collection."""
     p = Path(path)
     files = iter_snapshot_files(raw)
-    name = p.name.lower()
     try:
-        if name.endswith((".tar.gz", ".tgz")):
+        if is_archive(p):
             p.parent.mkdir(parents=True, exist_ok=True)
-            _write_tar(p, files)
+            _write_tar(p, files, early)
         else:
             _write_dir(p, files)
     except OSError as exc:
@@ -132,7 +148,11 @@ def write_snapshot(raw: RawSnapshot, path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def _write_dir(p: Path, files: Iterable[tuple[str, bytes]]) -> None:
+def is_archive(path: Path) -> bool:
+    return path.name.lower().endswith((".tar.gz", ".tgz"))
+
+
+def _write_dir(p: Path, files: Iterable[SnapshotFile]) -> None:
     if p.exists() and not p.is_dir():
         raise InputError(f"{p}: exists and is not a directory (use a new directory or FILE.tar.gz)")
     if p.exists() and any(p.iterdir()):
@@ -140,12 +160,12 @@ def _write_dir(p: Path, files: Iterable[tuple[str, bytes]]) -> None:
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=p.parent, prefix=f".{p.name}.", suffix=".partial"))  # mode 0700
     try:
-        for rel, data in files:
-            target = tmp / rel
+        for f in files:
+            target = tmp / f.rel
             target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                fh.write(f.encode())
         try:
             os.rename(tmp, p)  # replaces an empty directory; fails if another writer got there first
         except OSError:
@@ -157,101 +177,77 @@ def _write_dir(p: Path, files: Iterable[tuple[str, bytes]]) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _write_tar(p: Path, files: Iterable[tuple[str, bytes]]) -> None:
+def _archive_top(p: Path) -> str:
+    """The archive's top folder: its file name without the suffix."""
     top = p.name[:-7] if p.name.lower().endswith(".tar.gz") else p.name[:-4]
     top = _safe(top) or "snapshot"
     if top in ("objects", "metrics", "logs"):  # the reader would take these for the snapshot's own folders
         top = f"snapshot-{top}"
+    return top
+
+
+def _write_tar(p: Path, files: Iterable[SnapshotFile], early: EarlyFiles | None) -> None:
     if p.is_dir():
         raise InputError(f"{p}: is a directory (an archive name must be a file)")
-    now = int(time.time())
+    own = early is None
+    compressor = early.compressor if early is not None else MemberCompressor(_archive_top(p), GZIP_LEVEL,
+                                                                              int(time.time()))
     fd, tmp_name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".partial")  # unique, mode 0600
     try:
         with os.fdopen(fd, "wb") as fh:
-            gz = ParallelGzip(fh, GZIP_LEVEL, mtime=now)
-            # "w|" (a stream) only ever calls write(); the stubs ask for a seekable file object
-            with gz, tarfile.open(fileobj=cast(Any, gz), mode="w|") as tf:
-                for rel, data in files:
-                    info = tarfile.TarInfo(f"{top}/{rel}")
-                    info.size = len(data)
-                    info.mtime = now
-                    info.mode = 0o600
-                    tf.addfile(info, io.BytesIO(data))
+            out = TarGzWriter(fh, compressor)
+            for f in files:
+                done = early.take(f) if early is not None else None
+                out.add(done or compressor.compress(f.rel, f.encode()))
+            out.close()
         os.replace(tmp_name, p)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
+    finally:
+        if own:
+            compressor.close()
 
 
-class ParallelGzip:
-    """A write-only gzip stream (one member, as `gzip` writes it) whose compression runs on worker threads.
+class EarlyFiles:
+    """List files of a snapshot archive encoded and compressed while the collection goes on.
 
-    Compressing was a third of `snapshot`'s time after the collection, on one core. zlib releases the
-    interpreter while it compresses, so the stream is cut into blocks compressed side by side, each primed with
-    the 32 KiB before it (the window deflate would have seen) and ended on a byte boundary (a sync flush), the
-    last one finished: their concatenation is one valid deflate stream, as pigz writes it. Meanwhile the
-    caller's thread encodes the next file. Blocks are written in order; the CRC and size are the whole data's.
+    `kueuediag snapshot` hands over the objects of each kind whose LIST has ended (:meth:`add`, from the
+    collector): a worker thread encodes their files, the compressor's threads compress them, while the next
+    LISTs travel and their pages are sanitized. Writing the archive then takes each file from here when its
+    objects are still exactly those encoded (the same objects, in the same order; collected objects are never
+    changed after they are added), and encodes it again otherwise (a later step added or replaced one of them,
+    or the file holds a kind that was not handed over).
     """
 
-    BLOCK = 1024 * 1024
-    WINDOW = 32 * 1024
+    def __init__(self, output: Path, *, workers: int | None = None) -> None:
+        self.compressor = MemberCompressor(_archive_top(output), GZIP_LEVEL, int(time.time()), workers)
+        self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kueuediag-encode")
+        self._files: dict[str, tuple[list[dict[str, Any]], Future[Compressed]]] = {}
 
-    def __init__(self, fh: BinaryIO, level: int, *, mtime: int = 0, workers: int | None = None) -> None:
-        self._fh = fh
-        self._level = level
-        self._workers = workers or min(4, os.cpu_count() or 1)
-        self._pool = ThreadPoolExecutor(max_workers=self._workers)
-        self._pending: deque[Future[bytes]] = deque()
-        self._buf = bytearray()
-        self._window = b""
-        self._crc = 0
-        self._size = 0
-        self._closed = False
-        fh.write(b"\x1f\x8b\x08\x00" + struct.pack("<I", mtime & 0xFFFFFFFF) + b"\x00\xff")
+    def add(self, objs: list[dict[str, Any]]) -> None:
+        """Encode and compress the List files of `objs` (every object of some kinds, in snapshot order)."""
+        for where, group in object_files(objs).items():
+            self._files[where] = (group, self._encoder.submit(self._compress, where, group))
 
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        self._buf += data
-        while len(self._buf) >= self.BLOCK:
-            block = bytes(self._buf[:self.BLOCK])
-            del self._buf[:self.BLOCK]
-            self._submit(block, last=False)
-        return len(data)
+    def _compress(self, where: str, group: list[dict[str, Any]]) -> Compressed:
+        return self.compressor.compress(where, list_file(group))
 
-    def _submit(self, block: bytes, *, last: bool) -> None:
-        self._crc = zlib.crc32(block, self._crc)
-        self._size += len(block)
-        self._pending.append(self._pool.submit(_deflate, block, self._window, self._level, last))
-        self._window = block[-self.WINDOW:]
-        while len(self._pending) > 2 * self._workers or (last and self._pending):
-            self._fh.write(self._pending.popleft().result())
+    def take(self, f: SnapshotFile) -> Compressed | None:
+        """The compressed member of `f` when it was encoded early from the same objects, else None."""
+        found = self._files.pop(f.rel, None)
+        if found is None or f.objects is None:
+            return None
+        group, future = found
+        if len(group) != len(f.objects) or any(a is not b for a, b in zip(group, f.objects, strict=True)):
+            return None
+        try:
+            return future.result()
+        except Exception:  # noqa: BLE001 - encoded again now, where the error (if any) is raised as before
+            return None
 
     def close(self) -> None:
-        """Compress what is left, finish the stream and write the trailer (the file object stays open)."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._submit(bytes(self._buf), last=True)
-            self._fh.write(struct.pack("<II", self._crc, self._size & 0xFFFFFFFF))
-        finally:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def __enter__(self) -> ParallelGzip:
-        return self
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:  # failed mid-way: the partial file is deleted, only stop the workers
-            self._closed = True
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _deflate(block: bytes, window: bytes, level: int, last: bool) -> bytes:
-    """Raw deflate of one block, primed with the window before it; ends byte-aligned, or finished if `last`."""
-    if window:
-        c = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, 8, zlib.Z_DEFAULT_STRATEGY, window)
-    else:
-        c = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
-    return c.compress(block) + c.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+        """Stop the threads (after the archive is written, or when the snapshot fails or is refused)."""
+        self._encoder.shutdown(wait=True, cancel_futures=True)
+        self.compressor.close()

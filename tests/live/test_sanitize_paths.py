@@ -135,3 +135,34 @@ def test_a_remembered_argument_is_redacted_by_its_position_not_by_its_text() -> 
     assert sanitize_args(args) == want
     assert sanitize_args(args) == want  # the same answer from the memo
     assert sanitize_args(["v1", "--token"]) == ["v1", "--token"]
+
+
+def test_the_walk_treats_subclasses_like_the_plain_types_and_stops_at_depth_40() -> None:
+    """The walk dispatches on exact types for speed (decoded JSON); YAML-read or hand-built objects may hold
+    subclasses of dict, list and str, which are sanitized the same way; nesting beyond 40 levels is left as is."""
+    from collections import OrderedDict
+
+    from kueuediag.live.sanitize import REDACTED, sanitize_owned_object
+
+    class Text(str):
+        pass
+
+    container = OrderedDict(name="main", env=[{"name": "DB_PASSWORD", "value": "hunter2"}],
+                            args=["--token", "abc123secret"])
+    deep: dict[str, Any] = {"message": "password=deepvalue"}
+    for _ in range(45):
+        deep = {"next": deep}
+    obj = {"kind": "Pod", "metadata": OrderedDict(name="p", annotations={"db-password": "x"}),
+           "spec": {"containers": [container]},
+           "status": {"message": Text("password=s3cr3tvalue now"), "notes": [Text("Bearer abcdefghijklmnop")],
+                      "deep": deep}}
+    out = sanitize_owned_object(obj)
+    assert out["spec"]["containers"][0]["env"][0]["value"] == REDACTED
+    assert out["spec"]["containers"][0]["args"] == ["--token", REDACTED]
+    assert out["metadata"]["annotations"]["db-password"] == REDACTED
+    assert "s3cr3tvalue" not in out["status"]["message"] and out["status"]["message"].endswith(" now")
+    assert out["status"]["notes"] == [f"Bearer {REDACTED}"]
+    node = out["status"]["deep"]
+    while "next" in node:
+        node = node["next"]
+    assert node["message"] == "password=deepvalue"  # beyond the walk's depth bound: untouched, as before

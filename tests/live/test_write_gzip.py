@@ -1,5 +1,6 @@
-"""The archive writer's parallel gzip stream: one valid gzip member whatever the block boundaries, read back
-byte for byte by `gzip`, by `tarfile` in streaming mode (as the snapshot reader reads) and by the gzip tool."""
+"""The archive writer's gzip stream: members compressed apart (on worker threads, in blocks, in any order before
+their turn) concatenate to one valid gzip member holding exactly the tar bytes `tarfile` streams, read back by
+`gzip`, by `tarfile` in streaming mode (as the snapshot reader reads) and by the gzip tool."""
 
 from __future__ import annotations
 
@@ -11,80 +12,97 @@ import subprocess
 import tarfile
 import zlib
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
-from kueuediag.live.write import GZIP_LEVEL, ParallelGzip
+from kueuediag.live import targz
+from kueuediag.live.targz import MemberCompressor, TarGzWriter, crc32_combine
+from kueuediag.live.write import GZIP_LEVEL
+
+MTIME = 1_700_000_000
 
 
-def _gzip(chunks: list[bytes], workers: int, block: int) -> bytes:
-    out = io.BytesIO()
-    gz = ParallelGzip(out, GZIP_LEVEL, mtime=1_700_000_000, workers=workers)
-    gz.BLOCK = block
-    with gz:
-        for c in chunks:
-            gz.write(c)
-    return out.getvalue()
-
-
-def _data() -> list[bytes]:
+def _files() -> dict[str, bytes]:
     rnd = random.Random(7)
     text = b"".join(b'{"kind":"Pod","metadata":{"name":"p-%d"},"spec":{"nodeName":"n-%d"}},' % (i, i % 97)
                     for i in range(20_000))
     noise = bytes(rnd.getrandbits(8) for _ in range(150_000))
-    return [text[:1], text[1:70_000], noise, text[70_000:], b"", noise[:10]]
+    return {"manifest.json": b"{}\n", "objects/a.json": text[:70_000], "objects/b.json": noise,
+            "objects/c.json": text[70_000:], "objects/empty.json": b"", "logs/x.log": noise[:10] + b"\xff\x00"}
+
+
+def _tarfile_bytes(files: dict[str, bytes], top: str = "snap") -> bytes:
+    """What `tarfile` writes in streaming mode for these members (the writer's reference)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w|") as tf:
+        for rel, data in files.items():
+            info = tarfile.TarInfo(f"{top}/{rel}")
+            info.size, info.mtime, info.mode = len(data), MTIME, 0o600
+            tf.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _targz(files: dict[str, bytes], workers: int, *, early: bool = False) -> bytes:
+    compressor = MemberCompressor("snap", GZIP_LEVEL, MTIME, workers)
+    try:
+        # early: every member compressed first, in reverse, then laid out in order (as EarlyFiles does)
+        ready = {rel: compressor.compress(rel, data) for rel, data in reversed(files.items())} if early else {}
+        out = io.BytesIO()
+        writer = TarGzWriter(out, compressor)
+        for rel, data in files.items():
+            writer.add(ready.get(rel) or compressor.compress(rel, data))
+        writer.close()
+        return out.getvalue()
+    finally:
+        compressor.close()
+
+
+def test_crc32_combine_is_the_crc_of_the_concatenation() -> None:
+    rnd = random.Random(3)
+    for _ in range(300):
+        a = rnd.randbytes(rnd.randrange(0, 200))
+        b = rnd.randbytes(rnd.choice([0, 1, 7, 512, rnd.randrange(0, 70_000)]))
+        assert crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
 
 
 @pytest.mark.parametrize("workers", [1, 3])
-@pytest.mark.parametrize("block", [1, 4096, 65_536, 1 << 24])
-def test_blocks_concatenate_to_one_gzip_member(workers: int, block: int) -> None:
-    if block == 1:  # one-byte blocks: only a short input (each block is a deflate block of its own)
-        chunks = [b"abc", b"", b"abcabcabc" * 20]
-    else:
-        chunks = _data()
-    data = b"".join(chunks)
-    written = _gzip(chunks, workers, block)
-    assert gzip.decompress(written) == data  # checks the CRC and the size in the trailer
+@pytest.mark.parametrize("block", [512, 4096, 65_536, 1 << 24])
+@pytest.mark.parametrize("early", [False, True])
+def test_members_concatenate_to_the_tar_tarfile_writes(workers: int, block: int, early: bool,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(targz, "BLOCK", block)
+    files = _files()
+    written = _targz(files, workers, early=early)
+    assert gzip.decompress(written) == _tarfile_bytes(files)  # checks the CRC and the size in the trailer
     d = zlib.decompressobj(zlib.MAX_WBITS | 16)
-    assert d.decompress(written) == data and d.eof and d.unused_data == b""  # one member, nothing after it
+    assert d.decompress(written) == _tarfile_bytes(files) and d.eof and d.unused_data == b""  # one member
+    assert written[4:8] == MTIME.to_bytes(4, "little")
 
 
-def test_empty_stream_is_a_valid_gzip_file() -> None:
-    assert gzip.decompress(_gzip([], 2, 1024)) == b""
+def test_an_archive_without_members_is_a_valid_empty_tar() -> None:
+    written = _targz({}, 2)
+    assert gzip.decompress(written) == _tarfile_bytes({})
+    with tarfile.open(fileobj=io.BytesIO(written), mode="r|gz") as tf:
+        assert list(tf) == []
 
 
-def test_primed_blocks_compress_about_as_well_as_one_stream() -> None:
-    data = b"".join(_data()[:2]) * 8
-    single = zlib.compress(data, GZIP_LEVEL)
-    parallel = _gzip([data], 2, 64 * 1024)
-    assert gzip.decompress(parallel) == data
-    assert len(parallel) < 1.1 * len(single) + 200
+def test_members_compressed_apart_compress_about_as_well_as_one_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(targz, "BLOCK", 64 * 1024)
+    files = {f"objects/f{i}.json": b"".join(_files()[k] for k in ("objects/a.json", "objects/c.json"))[i:]
+             for i in range(4)}
+    single = zlib.compress(_tarfile_bytes(files), GZIP_LEVEL)
+    assert len(_targz(files, 2)) < 1.1 * len(single) + 200
 
 
-def test_a_tar_through_the_stream_reads_back_in_streaming_mode(tmp_path: Path) -> None:
-    files = {f"snap/objects/f{i}.json": bytes([65 + i % 26]) * (i * 7919) for i in range(40)}
-    out = io.BytesIO()
-    gz = ParallelGzip(out, GZIP_LEVEL, workers=2)
-    gz.BLOCK = 10_000
-    with gz, tarfile.open(fileobj=cast(Any, gz), mode="w|") as tf:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    with tarfile.open(fileobj=io.BytesIO(out.getvalue()), mode="r|*") as tf:
+def test_the_archive_reads_back_in_streaming_mode_and_with_gzip(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(targz, "BLOCK", 10_000)
+    files = {f"objects/f{i}.json": bytes([65 + i % 26]) * (i * 7919) for i in range(40)}
+    written = _targz(files, 2, early=True)
+    with tarfile.open(fileobj=io.BytesIO(written), mode="r|*") as tf:
         back = {m.name: tf.extractfile(m).read() for m in tf if m.isfile()}  # type: ignore[union-attr]
-    assert back == files
+    assert back == {f"snap/{rel}": data for rel, data in files.items()}
     if shutil.which("gzip"):
         path = tmp_path / "x.tar.gz"
-        path.write_bytes(out.getvalue())
+        path.write_bytes(written)
         subprocess.run(["gzip", "-t", str(path)], check=True)
-
-
-def test_a_failure_mid_way_stops_the_workers_and_writes_no_trailer() -> None:
-    out = io.BytesIO()
-    with pytest.raises(RuntimeError), ParallelGzip(out, GZIP_LEVEL, workers=2) as gz:
-        gz.write(b"x" * 3_000_000)
-        raise RuntimeError("encoding failed")
-    with pytest.raises((EOFError, OSError)):
-        gzip.decompress(out.getvalue())
