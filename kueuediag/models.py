@@ -6,6 +6,7 @@ findings into a :class:`Verdict`. Everything here is pydantic so JSON output is 
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable, Iterable
 from enum import Enum, IntEnum
@@ -132,7 +133,7 @@ def ev(
     if (type(source) is str and type(observed) is str and (kind is None or type(kind) is str)
             and (name is None or type(name) is str) and (namespace is None or type(namespace) is str)
             and (field is None or type(field) is str) and (expected is None or type(expected) is str)):
-        ref = assemble(ObjectRef, {"kind": kind, "name": name, "namespace": namespace}) if kind and name else None
+        ref = _object_ref(kind, name, namespace) if kind and name else None
         return assemble(Evidence, {"source": source, "ref": ref, "field": field, "observed": observed,
                                     "expected": expected})
     ref = make(ObjectRef, kind=kind, name=name, namespace=namespace) if kind and name else None
@@ -140,6 +141,13 @@ def ev(
 
 
 _M = TypeVar("_M", bound=BaseModel)
+
+
+@functools.lru_cache(maxsize=4096)
+def _object_ref(kind: str, name: str, namespace: str | None) -> ObjectRef:
+    """The ObjectRef of plain strings, one instance per distinct reference (a frozen model: sharing it is safe);
+    a diagnosis's evidence names the same Workload, ClusterQueue or flavor many times."""
+    return assemble(ObjectRef, {"kind": kind, "name": name, "namespace": namespace})
 
 
 def assemble(cls: type[_M], values: dict[str, Any], given: Iterable[str] | None = None) -> _M:

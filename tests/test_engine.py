@@ -293,6 +293,8 @@ def test_ev_assembled_from_plain_strings_equals_the_validated_model(kwargs: dict
     assert fast.model_fields_set == slow.model_fields_set
     with pytest.raises(Exception, match="frozen"):
         fast.observed = "changed"  # type: ignore[misc]
+    again = ev("metric", "other", **kwargs)  # the same reference: one shared (frozen) ObjectRef
+    assert again.ref is fast.ref and again.ref == slow.ref
 
 
 def test_ev_still_validates_other_values() -> None:

@@ -401,3 +401,33 @@ def test_queue_tree_violation_column_agrees_with_kd101_when_it_fires() -> None:
     minutes = item.finding.data["violation_minutes"]
     assert bio.violation_seconds is not None and abs(bio.violation_seconds / 60 - minutes) < 0.1
     assert bio.violating_workloads >= 1
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "UTF_8", "latin-1", "ascii"])
+def test_jsonl_line_written_as_the_stream_can_carry_it(encoding: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `-o jsonl` line orjson wrote is valid UTF-8 and goes to a UTF-8 stream as it is, non-ASCII text
+    included; a line holding a lone surrogate (which orjson refuses, so json wrote it) or characters a narrow
+    stream lacks is re-escaped to ASCII. Either way the line reads back as the `why -o json` document."""
+    import io
+    import sys
+
+    from kueuediag.cli.health_cmd import jsonl_line
+    from kueuediag.models import replaced
+    from kueuediag.render.json_out import verdict_dict
+
+    snap = load_snapshot(str(SCENARIOS / "slow-preemption"))
+    from kueuediag.snapshot.kueue import workloads
+
+    w = workloads(snap)[0]
+    verdict = diagnose(snap, resolve(snap, f"workload/{w.name}", w.namespace), discover(), Settings())
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding=encoding))
+    for headline, kept_as_is in (("waits — behind 3 \u2192 here", encoding.lower().startswith("utf")),
+                                 ("bad \ud800 surrogate", False), ("plain ascii", True)):
+        v = replaced(verdict, headline=headline)
+        line = jsonl_line(v)
+        assert line.endswith("\n") and "\n" not in line[:-1]
+        assert (not line.isascii()) == (kept_as_is and not headline.isascii())
+        line.encode(encoding)  # the stream can carry it
+        doc = json.loads(line)
+        assert doc["verdict"]["headline"] == headline
+        assert doc == json.loads(json.dumps(verdict_dict(v), default=str))

@@ -16,7 +16,7 @@ import pytest
 from kueuediag_checks.log_patterns import queue_context
 
 from kueuediag.analysis.admission_rates import admission_rates, detect_trickle, sparkline
-from kueuediag.analysis.capacity import _constraint_key, matching_nodes
+from kueuediag.analysis.capacity import constraint_key, matching_nodes
 from kueuediag.analysis.guarantees import (
     _releases,
     fit_cq,
@@ -33,6 +33,7 @@ from kueuediag.analysis.quota_fit import _fit_with_partial, workload_fit
 from kueuediag.analysis.signatures import SignatureHit, hits_concerning
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
+from kueuediag.errors import KueuediagError
 from kueuediag.models import Severity
 from kueuediag.registry import discover
 from kueuediag.render.json_out import render_json
@@ -289,11 +290,115 @@ def test_constraint_key_is_used_only_for_its_own_spec_object() -> None:
     freed object's id is reused."""
     snap = load_snapshot(str(FIXTURES / "frag-h100"))
     wide = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
-    key_wide = _constraint_key(snap, wide)
+    key_wide = constraint_key(snap, wide)
     narrow = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
               "nodeSelector": {"zone": "a"}}
-    assert _constraint_key(snap, narrow) != key_wide
+    assert constraint_key(snap, narrow) != key_wide
     for _ in range(50):  # short-lived dicts: ids get reused; each must get its own key
         spec = {"containers": [], "nodeSelector": {"n": str(_)}}
-        assert json.loads(_constraint_key(snap, spec))["nodeSelector"] == {"n": str(_)}
-    assert _constraint_key(snap, wide) == key_wide
+        assert json.loads(constraint_key(snap, spec))["nodeSelector"] == {"n": str(_)}
+    assert constraint_key(snap, wide) == key_wide
+
+
+_ALL_FIXTURES = sorted([*(p for p in FIXTURES.iterdir() if (p / "manifest.json").exists()),
+                        *(p for p in (ROOT / "fixtures" / "scenarios").iterdir() if (p / "manifest.json").exists())])
+
+
+@pytest.mark.parametrize("path", [*_ALL_FIXTURES, "bench"], ids=lambda p: str(p).rsplit("/", 1)[-1])
+def test_kd201_evaluations_shared_by_shape_equal_each_workloads_own(path: Path | str, bench_dir: Path) -> None:
+    """KD201 shares its per-flavor evaluation among the pending workloads of one shape in one ClusterQueue: on
+    every fixture, every workload's KD201 result on a snapshot where all the others ran first equals its result
+    on a second snapshot where nothing is shared (each evaluation worked out for that workload alone)."""
+    from kueuediag_checks.fragmentation import Fragmentation
+
+    from kueuediag.engine import run_check
+
+    where = str(bench_dir if path == "bench" else path)
+    shared_snap, alone_snap = load_snapshot(where), load_snapshot(where)
+    check, alone = Fragmentation(), Fragmentation()
+    alone._evaluations = lambda *args: (alone._evaluate(*args), lambda e: e)  # type: ignore[method-assign]
+    evaluated = 0
+    evaluate = check._evaluate
+
+    def counted(*args: object) -> object:
+        nonlocal evaluated
+        evaluated += 1
+        return evaluate(*args)  # type: ignore[arg-type]
+
+    check._evaluate = counted  # type: ignore[method-assign,assignment]
+    compared = 0
+    for w in workloads(shared_snap):
+        try:
+            target = resolve(shared_snap, f"workload/{w.name}", w.namespace)
+            other = resolve(alone_snap, f"workload/{w.name}", w.namespace)
+        except KueuediagError:  # a fixture's deliberately unresolvable workload: nothing to compare
+            continue
+        got, want = run_check(check, shared_snap, target), run_check(alone, alone_snap, other)
+        assert got.model_copy(update={"duration_ms": 0}) == want.model_copy(update={"duration_ms": 0}), w.ref()
+        compared += 1
+    if path == "bench":
+        assert compared >= 10 and evaluated < compared / 2  # workloads of one shape did share
+
+
+_QUOTA_SHORT = ("couldn't assign flavors to pod set {ps}: insufficient unused quota for nvidia.com/gpu in flavor "
+                "{flavor}, 4 more needed")
+
+
+@pytest.mark.parametrize("fixture", ["snapshots/frag-h100-tas", "snapshots/frag-h100"])
+def test_kd201_shares_only_among_workloads_of_one_key(fixture: str, tmp_path: Path) -> None:
+    """Copies of each pending workload that differ from it only in what the shared evaluation's key holds besides
+    the shape (its QuotaReserved message, its topology request, no message at all) sit in the same ClusterQueue
+    after it: each gets its own evaluation, equal to the one worked out for it alone."""
+    import copy
+    import shutil
+
+    import yaml
+    from kueuediag_checks.fragmentation import Fragmentation
+
+    from kueuediag.engine import run_check
+
+    src = ROOT / "fixtures" / fixture
+    where = tmp_path / "snap"
+    shutil.copytree(src, where)
+    path = next(p for p in sorted((where / "objects").rglob("*.yaml")) if "kind: Workload\n" in p.read_text())
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    flavors = sorted(kueue_index(load_snapshot(str(src))).flavors)
+    variants = []
+    for d in docs:
+        if d.get("kind") != "Workload" or (d.get("status") or {}).get("admission"):
+            continue
+        ps = d["spec"]["podSets"][0]["name"]
+        for i, change in enumerate(("quota", "topology", "no-message")):
+            v = copy.deepcopy(d)
+            v["metadata"]["name"] += f"-v{i}"
+            v["metadata"]["uid"] = v["metadata"]["uid"][:-2] + f"{i}f"
+            conds = v.setdefault("status", {}).setdefault("conditions", [])
+            if change == "quota":
+                qr = {"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                      "lastTransitionTime": "2026-11-28T10:00:00Z",
+                      "message": _QUOTA_SHORT.format(ps=ps, flavor=flavors[0])}
+                v["status"]["conditions"] = [c for c in conds if c.get("type") != "QuotaReserved"] + [qr]
+            elif change == "topology":
+                v["spec"]["podSets"][0]["topologyRequest"] = {"required": "kubernetes.io/hostname"}
+            else:
+                v["status"]["conditions"] = [c for c in conds if c.get("type") != "QuotaReserved"]
+            variants.append(v)
+    assert variants
+    path.write_text(yaml.safe_dump_all(docs + variants))
+    shared_snap, alone_snap = load_snapshot(str(where)), load_snapshot(str(where))
+    check, alone = Fragmentation(), Fragmentation()
+    alone._evaluations = lambda *args: (alone._evaluate(*args), lambda e: e)  # type: ignore[method-assign]
+    results = {}
+    for w in workloads(shared_snap):  # the originals first, then their copies
+        target = resolve(shared_snap, f"workload/{w.name}", w.namespace)
+        got = run_check(check, shared_snap, target).model_copy(update={"duration_ms": 0})
+        want = run_check(alone, alone_snap, resolve(alone_snap, f"workload/{w.name}", w.namespace))
+        assert got == want.model_copy(update={"duration_ms": 0}), w.ref()
+        results[w.name] = got
+    # the copies did change what KD201 says about some workload (else this test could not see a missing key part)
+    changed = [v["metadata"]["name"] for v in variants
+               if results[v["metadata"]["name"]].model_dump(exclude={"findings"}) !=
+               results[v["metadata"]["name"][:-3]].model_dump(exclude={"findings"})
+               or [f.title for f in results[v["metadata"]["name"]].findings] !=
+               [f.title for f in results[v["metadata"]["name"][:-3]].findings]]
+    assert changed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import field
 from decimal import Decimal
 from typing import Any
@@ -14,6 +16,7 @@ from kueuediag.analysis.capacity import (
     NodeCapacity,
     NodeMatch,
     Placement,
+    constraint_key,
     fmt_qty,
     fragmentation,
     main_resource,
@@ -22,7 +25,7 @@ from kueuediag.analysis.capacity import (
 )
 from kueuediag.analysis.flavor_match import flavor_tolerations_count, spec_exclusion
 from kueuediag.analysis.messages import PendingMessage, Reason, ReasonKind, parse_pending_message
-from kueuediag.analysis.quota_fit import FitVerdict, fit_facts, flavor_fits, workload_fit
+from kueuediag.analysis.quota_fit import FitVerdict, fit_facts, fit_shape, flavor_fits, workload_fit
 from kueuediag.analysis.scheduling import pod_scheduling
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
@@ -143,19 +146,21 @@ class Fragmentation(Check):
         remaining = _remaining_pods(snapshot, w)
         if not any(remaining.values()):
             return CheckResult.not_applicable("every pod of the workload is already placed")
-        evals = self._evaluate(snapshot, idx, w, cq, remaining, msg, gpus)
+        evals, owned = self._evaluations(snapshot, idx, w, cq, remaining, msg, gpus)
         if not evals:
             return CheckResult.could_not_check(
                 "ResourceFlavors", "no ResourceFlavor the workload may use is in the snapshot (nothing to place on)")
         config = msg.of(ReasonKind.TAS_CONFIG) if msg else []
         if config and not holds_quota:
-            return CheckResult.fired([self._topology_config_finding(w, next((e for e in evals if e.topology), None),
+            first_tas = next((e for e in evals if e.topology), None)
+            return CheckResult.fired([self._topology_config_finding(w, owned(first_tas) if first_tas else None,
                                                                     config[0])])
         tas_reasons = msg.of(ReasonKind.TOPOLOGY_NO_FIT, ReasonKind.TOPOLOGY_PARTIAL_FIT) if msg else []
         if tas_reasons and not holds_quota:
             tas_eval = next((e for e in evals if e.topology == tas_reasons[0].name), None) or next(
                 (e for e in evals if e.topology), evals[0])
-            return CheckResult.fired([self._topology_finding(snapshot, w, tas_eval, tas_reasons[0], confident=True)])
+            return CheckResult.fired([self._topology_finding(snapshot, w, owned(tas_eval), tas_reasons[0],
+                                                             confident=True)])
         # a flavor where the workload fits (and quota allows it) clears the check
         usable = [e for e in evals if e.quota_ok]
         if not usable:
@@ -166,14 +171,15 @@ class Fragmentation(Check):
             return CheckResult.ruled_out(*(self._clear_ev(e, "fits") for e in fitting))
         tas_evals = [e for e in usable if e.topology]
         if tas_evals and not holds_quota:
-            return CheckResult.fired([self._topology_finding(snapshot, w, tas_evals[0], None, confident=False)])
+            return CheckResult.fired([self._topology_finding(snapshot, w, owned(tas_evals[0]), None, confident=False)])
         fragmented = [e for e in usable if e.need > ZERO and not e.match.short_in_total(
             [Demand(ps.name, dict(ps.requests), n) for ps, n in e.pod_sets])]
         if not fragmented:
             return CheckResult.ruled_out(
                 *(self._clear_ev(e, "short in total, not fragmented") for e in usable),
                 reason="the nodes lack the capacity in total: not a shape problem")
-        return CheckResult.fired([self._fragmentation_finding(snapshot, w, fragmented, holds_quota, gpus)])
+        return CheckResult.fired([self._fragmentation_finding(snapshot, w, [owned(e) for e in fragmented], holds_quota,
+                                                              gpus)])
 
     @staticmethod
     def _clear_ev(e: _FlavorEval, verdict: str) -> Evidence:
@@ -185,6 +191,38 @@ class Fragmentation(Check):
                   kind="ResourceFlavor", name=e.flavor.name, field=e.resource)
 
     # --- evaluation ------------------------------------------------------------------------------------------
+    def _evaluations(self, snap: Snapshot, idx: KueueIndex, w: WorkloadView, cq: ClusterQueueView | None,
+                     remaining: dict[str, int], msg: PendingMessage | None,
+                     gpus: tuple[str, ...]) -> tuple[list[_FlavorEval], Callable[[_FlavorEval], _FlavorEval]]:
+        """:meth:`_evaluate`, shared by the pending workloads of one shape in one ClusterQueue, and the function
+        that makes an evaluation the workload's own.
+
+        For a workload that holds no quota and has no admission, the evaluation reads of the workload only what
+        the key holds: per pod set its name, count, minimum count, requests and placement constraints (`fit_shape`,
+        which also decides its quota fit), the constraint text node matching reads from its pod spec, its
+        topology request, and the workload's QuotaReserved message; the rest is the snapshot's and the option
+        `gpus`. The shared evaluations are read as they are where only that shows (whether quota allows a flavor
+        and the pods fit, and the ruled-out evidence: flavor, nodes, holes, per-pod request); a finding is built
+        from the workload's own copy (`owned`: its own pod sets, and the facts named after it).
+        tests/test_scan_indexes.py holds the results to those of each workload's own evaluation."""
+        own = {ps.name: ps for ps in w.pod_sets}
+        if w.assignments or w.holds_quota or cq is None or len(own) < len(w.pod_sets):
+            return self._evaluate(snap, idx, w, cq, remaining, msg, gpus), _as_is
+        qr = w.cond("QuotaReserved")
+        key = ("KD201:evaluations", cq.name, gpus, fit_shape(w),
+               tuple(constraint_key(snap, ps.spec) for ps in w.pod_sets),
+               tuple(_tas_request(w, ps) for ps in w.pod_sets), tuple(sorted(remaining.items())),
+               qr.message if qr is not None and qr.false else None)
+        shared = snap.memo(key, lambda: self._evaluate(snap, idx, w, cq, remaining, msg, gpus))
+        name = cq.name
+
+        def owned(e: _FlavorEval) -> _FlavorEval:
+            pairs = {(ps.name, e.flavor.name) for ps, _ in e.pod_sets}
+            return dataclasses.replace(e, pod_sets=[(own[ps.name], n) for ps, n in e.pod_sets],
+                                       facts=fit_facts(w, workload_fit(snap, w, name), only=pairs))
+
+        return shared, owned
+
     def _evaluate(self, snap: Snapshot, idx: KueueIndex, w: WorkloadView, cq: ClusterQueueView | None,
                   remaining: dict[str, int], msg: PendingMessage | None, gpus: tuple[str, ...]) -> list[_FlavorEval]:
         by_flavor: dict[str, list[tuple[PodSet, int]]] = {}
@@ -518,6 +556,11 @@ def _tas_request(w: WorkloadView, ps: PodSet) -> tuple[str, str] | None:
         if ann.get(key):
             return mode, str(ann[key])
     return None
+
+
+def _as_is(e: _FlavorEval) -> _FlavorEval:
+    """An evaluation worked out for the workload itself is already its own."""
+    return e
 
 
 def _tas_fits(e: _FlavorEval) -> bool:

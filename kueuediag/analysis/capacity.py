@@ -192,7 +192,7 @@ def matching_nodes(snap: Snapshot, flavor: FlavorView | None, pod_spec: Mapping[
     spec = dict(pod_spec or {})
     flavor_key = _keyed_once(snap, flavor, lambda f: json.dumps([f.name, f.node_labels, f.tolerations],
                                                                  sort_keys=True, default=str)) if flavor else None
-    key = ("capacity", "match", _constraint_key(snap, pod_spec or {}), flavor_key)
+    key = ("capacity", "match", constraint_key(snap, pod_spec or {}), flavor_key)
     match: NodeMatch = snap.memo(key, lambda: _match(snap, flavor, spec))
 
     def well_formed() -> bool:  # raises (and is not memoised) when malformed
@@ -205,7 +205,7 @@ def matching_nodes(snap: Snapshot, flavor: FlavorView | None, pod_spec: Mapping[
     return match
 
 
-def _constraint_key(snap: Snapshot, pod_spec: Mapping[str, Any]) -> str:
+def constraint_key(snap: Snapshot, pod_spec: Mapping[str, Any]) -> str:
     """The part of a pod spec that decides which nodes it may use (nodeSelector, affinity, tolerations, the
     resources it requests), as text: worked out once per pod spec object, since a workload's pod set is matched
     against each flavor its ClusterQueue offers (four in the benchmark) and serialising its constraints was a

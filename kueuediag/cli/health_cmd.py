@@ -208,12 +208,15 @@ def jsonl_sink() -> HeadSink:
 def jsonl_line(verdict: Verdict) -> str:
     """One `why -o json` document as a line. A line stdout's encoding cannot carry (a latin-1 terminal, lone
     surrogates from the input) is re-escaped to ASCII, which keeps every character, as `why -o json` does."""
-    from kueuediag.render.health_json import verdict_lines
+    from kueuediag.render.health_json import verdict_line
 
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    line = "".join(verdict_lines([verdict]))
-    if line.isascii() and encoding.lower().replace("_", "-") in ("utf-8", "utf8", "ascii", "latin-1", "iso-8859-1"):
-        return line  # every one of these encodings carries ASCII text as is: no trial encoding of ~25 KB
+    line, utf8 = verdict_line(verdict)
+    name = encoding.lower().replace("_", "-")
+    if utf8 and name in ("utf-8", "utf8"):
+        return line  # valid UTF-8 (orjson wrote it): no trial encoding of ~25 KB
+    if line.isascii() and name in ("utf-8", "utf8", "ascii", "latin-1", "iso-8859-1"):
+        return line  # every one of these encodings carries ASCII text as is
     try:
         line.encode(encoding)
     except (UnicodeEncodeError, LookupError):

@@ -15,7 +15,7 @@ from kueuediag.health.catalog import BY_ID
 from kueuediag.health.model import Head, HealthReport, Item
 from kueuediag.models import Severity, Verdict
 from kueuediag.render.json_out import finding_dict, verdict_dict
-from kueuediag.render.jsondump import dumps
+from kueuediag.render.jsondump import dumps, dumps_text
 
 SCHEMA = "kueuediag/health/v1"
 
@@ -89,4 +89,9 @@ def render_health_json(report: HealthReport, gate: Severity | None = None) -> st
 def verdict_lines(verdicts: Iterable[Verdict]) -> Iterable[str]:
     """`-o jsonl`: one `why -o json` document per line."""
     for v in verdicts:
-        yield dumps(verdict_dict(v), indent=False)
+        yield verdict_line(v)[0]
+
+
+def verdict_line(verdict: Verdict) -> tuple[str, bool]:
+    """One `-o jsonl` line, and whether it is known to be valid UTF-8 (:func:`dumps_text`)."""
+    return dumps_text(verdict_dict(verdict), indent=False)

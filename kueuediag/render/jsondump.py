@@ -35,12 +35,19 @@ def to_json_value(o: Any) -> Any:
 
 def dumps(value: Any, *, indent: bool = True) -> str:
     """`value` as JSON text ending in a newline: indented by two spaces, or compact on one line (`-o jsonl`)."""
+    return dumps_text(value, indent=indent)[0]
+
+
+def dumps_text(value: Any, *, indent: bool = True) -> tuple[str, bool]:
+    """:func:`dumps`, and whether the text is known to be valid UTF-8: orjson wrote it (it refuses a lone surrogate,
+    the one thing a str may hold that UTF-8 cannot carry), so a UTF-8 stream takes it without a trial encoding.
+    Text :mod:`json` wrote (the fallback, which also takes the document orjson refused for a surrogate) is not."""
     try:
         data = orjson.dumps(value, default=to_json_value, option=orjson.OPT_INDENT_2 if indent else 0)
-    except TypeError:  # an integer beyond 64 bits, or a key that is not a string
+    except TypeError:  # an integer beyond 64 bits, a key that is not a string, a lone surrogate
         return json.dumps(_finite(value), indent=2 if indent else None, default=to_json_value,
-                          ensure_ascii=False, separators=None if indent else (",", ":")) + "\n"
-    return data.decode() + "\n"
+                          ensure_ascii=False, separators=None if indent else (",", ":")) + "\n", False
+    return data.decode() + "\n", True
 
 
 def _finite(o: Any) -> Any:

@@ -147,6 +147,13 @@ class WorkloadView:
         return self.created
 
     def total_requests(self) -> dict[str, Decimal]:
+        """What all pod sets request together, per resource (a copy: the caller may change it)."""
+        return dict(self._total_requests)
+
+    @cached_property
+    def _total_requests(self) -> dict[str, Decimal]:
+        """Worked out once per view (its pod sets are never changed after it is built): KD601 sums the requests
+        of the workloads ahead of each pending workload of a queue."""
         out: dict[str, Decimal] = {}
         for ps in self.pod_sets:
             for r, q in ps.total().items():

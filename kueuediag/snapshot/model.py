@@ -293,7 +293,21 @@ class Snapshot:
 
     # --- parts -------------------------------------------------------------------------------------------
     def part_unavailable(self, part: Part) -> str | None:
-        """Why `part` cannot be used, or None when it is present."""
+        """Why `part` cannot be used, or None when it is present. The engine asks it for every check run (~16 a
+        diagnosis), so the answer is kept per part for this manifest (what a snapshot holds does not change after
+        loading; a replaced manifest, as kueuediag.testing sets one, is asked again)."""
+        key = ("part-unavailable", part, id(self.manifest))
+        try:
+            held, why = self._memo[key]
+            if held is self.manifest:
+                return why  # type: ignore[no-any-return]
+        except KeyError:
+            pass
+        why = self._part_unavailable(part)
+        self._memo[key] = (self.manifest, why)
+        return why
+
+    def _part_unavailable(self, part: Part) -> str | None:
         for what, error in self.manifest.errors:
             if _error_names_part(what, part):
                 return f"not collected ({what}: {error})"
