@@ -1,9 +1,8 @@
 """A .tar.gz written member by member, each member compressed on worker threads as soon as its bytes are known.
 
-`kueuediag snapshot` knows a kind's List files when that kind's LIST ends, long before the archive is written:
-they are compressed then, while later LISTs travel (:class:`kueuediag.live.write.EarlyFiles`), and laid out in
-the archive's own order at the end. Each member is compressed on its own (cut into 1 MiB blocks, each primed with
-the 32 KiB before it in the same member and ended on a byte boundary, as pigz writes); the members' deflate
+The writer encodes the next file while the worker threads compress the ones before; a member may also be
+compressed before its turn and added later. Each member is compressed on its own (cut into 1 MiB blocks, each
+primed with the 32 KiB before it in the same member and ended on a byte boundary, as pigz writes); the members' deflate
 segments, written one after the other and the last one finished, are one valid deflate stream, and the gzip
 trailer's CRC is combined from the members' own. The tar bytes inside are exactly those `tarfile` writes in
 streaming mode (`w|`): the same headers, the same padding, the same end of archive.
