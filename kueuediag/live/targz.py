@@ -89,17 +89,23 @@ class TarGzWriter:
         self._fh = fh
         self._compressor = compressor
         self._pending: deque[Compressed] = deque()
+        self._waiting = 0
+        """bytes of the pending members"""
         self._crc = 0
         self._size = 0
         fh.write(b"\x1f\x8b\x08\x00" + struct.pack("<I", compressor.mtime & 0xFFFFFFFF) + b"\x00\xff")
 
     def add(self, member: Compressed) -> None:
+        """Queue `member`; write the members whose compression is done, and wait for the oldest only when more
+        than two blocks' worth of bytes per worker are waiting (a snapshot's many small files would otherwise
+        make the encoding thread wait for every few of them)."""
         self._pending.append(member)
-        while self._pending and (self._pending[0].done() or
-                                 sum(len(m.blocks) for m in self._pending) > 2 * self._compressor.workers):
+        self._waiting += member.size
+        while self._pending and (self._pending[0].done() or self._waiting > 2 * self._compressor.workers * BLOCK):
             self._write(self._pending.popleft())
 
     def _write(self, member: Compressed) -> None:
+        self._waiting -= member.size
         for block in member.blocks:
             self._fh.write(block.result())
         self._crc = crc32_combine(self._crc, member.crc, member.size)
