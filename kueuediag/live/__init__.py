@@ -23,7 +23,6 @@ from kueuediag.records import dataclass
 
 if TYPE_CHECKING:
     from kueuediag.live.kube import KubeClient
-    from kueuediag.live.write import EarlyFiles
     from kueuediag.snapshot.model import Snapshot
     from kueuediag.snapshot.reader import RawSnapshot
 
@@ -96,7 +95,8 @@ def take_snapshot(output: str | os.PathLike[str], options: LiveOptions, namespac
     `why --from` without a target diagnoses it; the target must exist in what was collected. With `redact`, the
     pseudonym map goes beside the output (`redact_map`, default `<output>.redaction-map.json`), never inside.
     """
-    from kueuediag.live.collect import make_client
+    from kueuediag.live.collect import collect_cluster, make_client
+    from kueuediag.live.write import write_snapshot
 
     out_path = Path(output)
     map_path = Path(redact_map) if redact_map is not None else redaction_map_path(out_path) if redact else None
@@ -104,26 +104,7 @@ def take_snapshot(output: str | os.PathLike[str], options: LiveOptions, namespac
         _check_map_outside(out_path, map_path)
     client = client or make_client(options)
     scope = _namespaces_to_record(namespaces, all_namespaces, options, client)
-    # An archive's List files are encoded and compressed as each kind's LIST ends, while the next ones travel;
-    # redacted objects are new objects, so `--redact` writes everything at the end.
-    from kueuediag.live.write import EarlyFiles, is_archive
-
-    early = EarlyFiles(out_path) if is_archive(out_path) and not redact else None
-    try:
-        return _collect_and_write(out_path, options, scope, client, redact, map_path, for_target, early)
-    finally:
-        if early is not None:
-            early.close()
-
-
-def _collect_and_write(output: Path, options: LiveOptions, scope: list[str] | None, client: KubeClient,
-                       redact: bool, map_path: Path | None, for_target: str | None,
-                       early: EarlyFiles | None) -> SnapshotResult:
-    from kueuediag.live.collect import collect_cluster
-    from kueuediag.live.write import write_snapshot
-
-    raw = collect_cluster(scope, options.since, options, client=client,
-                          on_done=early.add if early is not None else None)
+    raw = collect_cluster(scope, options.since, options, client=client)
     if not _has_something_to_diagnose(raw, scope):
         where = f"namespace(s) {', '.join(scope)}" if scope else "the cluster"
         raise InputError(f"nothing to record: {where} has no Workloads, LocalQueues, ClusterQueues, jobs or pods "
@@ -144,7 +125,7 @@ def _collect_and_write(output: Path, options: LiveOptions, scope: list[str] | No
         with os.fdopen(fd, "w") as fh:
             json.dump(mapping, fh, indent=2)
             fh.write("\n")
-    path = write_snapshot(raw, output, early)
+    path = write_snapshot(raw, output)
     return SnapshotResult(path=path, raw=raw, mapping=mapping, map_path=map_path)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -92,9 +91,6 @@ class Collector:
         self.workload_namespaces: set[str] = set()
         """otherwise: the namespaces whose Workloads were all read (the manifest's `namespaces`)"""
         self.scope: dict[str, Any] | None = None
-        self.on_done: Callable[[list[dict[str, Any]]], None] | None = None
-        """given the objects of kinds no later step of the collection adds to (`kueuediag snapshot` writing an
-        archive encodes their files while the next LISTs travel)"""
         self.started = time.monotonic()
         self.captured_at = datetime.now(UTC).replace(microsecond=0)
 
@@ -158,18 +154,6 @@ class Collector:
 
     def _get_add(self, path: str, kind: str, api_version: str) -> None:
         self.add([_with_kind(self.client.get(path), kind, api_version)])
-
-    def ahead(self, path: str) -> Future[dict[str, Any]] | None:
-        """Ask for the first page of a LIST this collection runs next (see :meth:`KubeClient.start_list`)."""
-        if self.out_of_time or self.unreachable:
-            return None
-        return self.client.start_list(path)
-
-    def done(self, *kinds: str) -> None:
-        """The objects of `kinds` are all collected: hand them to `on_done`, in snapshot order."""
-        if self.on_done is not None:
-            want = set(kinds)
-            self.on_done([self.objects[k] for k in sorted((k for k in self.objects if k[0] in want), key=_order)])
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [o for (k, _, _), o in self.objects.items() if k == kind]
@@ -460,7 +444,8 @@ class Collector:
             manifest["scope"] = self.scope
         if self.notes:
             manifest["notes"] = list(dict.fromkeys(self.notes))
-        objs: list[dict[str, Any] | Held] = [self.objects[k] for k in sorted(self.objects, key=_order)]
+        objs: list[dict[str, Any] | Held] = [self.objects[k] for k in sorted(self.objects,
+                                                                          key=lambda k: (k[0], k[1] or "", k[2]))]
         return RawSnapshot(source=f"live:{self.client.cluster or 'cluster'}", manifest=manifest, objects=objs,
                            metrics=dict(self.metrics), logs=dict(self.logs))
 
@@ -522,37 +507,26 @@ def collect(target: str, namespace: str | None, options: LiveOptions,
 
 
 def collect_cluster(namespaces: list[str] | None, since: timedelta | None, options: LiveOptions,
-                    client: KubeClient | None = None,
-                    on_done: Callable[[list[dict[str, Any]]], None] | None = None) -> RawSnapshot:
-    """Cluster-wide Kueue state for `kueuediag snapshot` (namespaces=None: all namespaces, `-A`). `on_done` is
-    given, across all namespaces, the objects of each kind whose LIST has ended (see :meth:`Collector.done`)."""
+                    client: KubeClient | None = None) -> RawSnapshot:
+    """Cluster-wide Kueue state for `kueuediag snapshot` (namespaces=None: all namespaces, `-A`)."""
     if since is not None:
         options.since = since
     client = client or make_client(options)
     c = Collector(client, options)
-    c.on_done = on_done
     c.discover()
     c.kueue_cluster_objects()
     if namespaces is None:
         c.lst("namespaces (list)", "list namespaces", resource_path("", "v1", "namespaces"),
               kind="Namespace", api_version="v1")
-        # While one cluster-wide LIST's pages travel, the next one's first page is asked for (two requests in
-        # flight at most): no LIST waits for its first answer after the one before it ends.
-        nodes, pods = resource_path("", "v1", "nodes"), resource_path("", "v1", "pods")
-        jobs, events = resource_path("batch", "v1", "jobs"), resource_path("", "v1", "events")
-        first = c.ahead(nodes)
         for kind in ("LocalQueue", "Workload"):
             path = c.kueue_path(kind)
             if path:
                 plural = KUEUE_PLURALS[kind]
                 c.lst(f"{plural} (list)", f"list {plural}.kueue.x-k8s.io", path, kind=kind,
                       api_version=c.api_version())
-        c.done("LocalQueue", "Workload")
         managed = {str((q.get("metadata") or {}).get("namespace")) for q in c.of_kind("LocalQueue")}
         managed.add(options.kueue_namespace)
-        first, ahead = c.ahead(pods), first
-        c.lst("nodes (list)", "list nodes", nodes, kind="Node", api_version="v1", first_page=ahead)
-        c.done("Node")
+        c.lst("nodes (list)", "list nodes", resource_path("", "v1", "nodes"), kind="Node", api_version="v1")
         # One paginated cluster-wide LIST per kind, filtered here: never one request per namespace or object.
         # Each page is filtered and sanitized while the next one is fetched.
         def keep_pods(page: list[dict[str, Any]]) -> None:
@@ -566,21 +540,15 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
             c.add(e for e in page if _namespace(e) in managed or
                   str((e.get("involvedObject") or {}).get("apiVersion") or "").startswith(KUEUE_GROUP))
 
-        # The Kueue controller's own pods are read again later (controller()): their file is written again then.
-        first, ahead = c.ahead(jobs), first
         c.attempt("pods (list)", "list pods across all namespaces",
-                  partial(client.list_items, pods, kind="Pod", api_version="v1", on_page=keep_pods,
-                          first_page=ahead))
-        c.done("Pod")
-        first, ahead = c.ahead(events), first
+                  partial(client.list_items, resource_path("", "v1", "pods"), kind="Pod", api_version="v1",
+                          on_page=keep_pods))
         c.attempt("jobs (list)", "list jobs.batch across all namespaces",
-                  partial(client.list_items, jobs, kind="Job", api_version="batch/v1", on_page=keep_jobs,
-                          first_page=ahead))
-        c.done("Job")
+                  partial(client.list_items, resource_path("batch", "v1", "jobs"), kind="Job",
+                          api_version="batch/v1", on_page=keep_jobs))
         c.attempt("events (list)", "list events across all namespaces",
-                  partial(client.list_items, events, kind="Event", api_version="v1", on_page=keep_events,
-                          first_page=first))
-        c.done("Event")
+                  partial(client.list_items, resource_path("", "v1", "events"), kind="Event", api_version="v1",
+                          on_page=keep_events))
         c.workload_owners()
     else:
         for ns in namespaces:
@@ -601,11 +569,6 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
-def _order(key: tuple[str, str | None, str]) -> tuple[str, str, str]:
-    """A snapshot's object order: kind, namespace, name."""
-    return key[0], key[1] or "", key[2]
-
-
 def forbidden(need: str) -> str:
     """The manifest error for a 403, naming the request and the RBAC rule that would allow it.
 

@@ -281,48 +281,40 @@ class KubeClient:
         api_version: str | None = None,
         max_restarts: int = 5,
         on_page: Callable[[list[dict[str, Any]]], None] | None = None,
-        first_page: Future[dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """Paginated LIST; items get `kind`/`apiVersion` filled in (the API server omits them).
 
         A 410 on a continue token restarts the LIST from the first page (up to `max_restarts` times, and never
         past the deadline: every page goes through the deadline check). `on_page` is called with each page's
         items while the next page is being fetched (one request in flight, on one worker thread), so decoding
-        the next answer overlaps with processing this one; after a restart it sees the first pages again.
-        `first_page` is the first page already asked for (:meth:`start_list`, with the same selectors)."""
+        the next answer overlaps with processing this one; after a restart it sees the first pages again."""
         restarts = 0
         while True:
             try:
-                return self._list_once(path, label_selector, field_selector, kind, api_version, on_page, first_page)
+                return self._list_once(path, label_selector, field_selector, kind, api_version, on_page)
             except Expired:
-                first_page = None
                 restarts += 1
                 if restarts > max_restarts:
                     raise
                 # The continue token expired mid-way: the server compacted past our snapshot. Start over.
 
-    def start_list(self, path: str, *, label_selector: str | None = None,
-                   field_selector: str | None = None) -> Future[dict[str, Any]]:
-        """GET the first page of a LIST on a thread of its own, for :meth:`list_items` to continue later: the
-        next LIST's first page travels while this one's last pages are processed. Its errors are raised by
-        `list_items`; a page nobody continues is dropped."""
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kueuediag-list")
-        try:
-            return pool.submit(self.get, path, _list_query(self.page_size, label_selector, field_selector, None))
-        finally:
-            pool.shutdown(wait=False)  # the thread ends with its request
-
     def _list_once(self, path: str, label_selector: str | None, field_selector: str | None,
                    kind: str | None, api_version: str | None,
-                   on_page: Callable[[list[dict[str, Any]]], None] | None = None,
-                   first_page: Future[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                   on_page: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
         def query(token: str | None) -> list[tuple[str, str]]:
-            return _list_query(self.page_size, label_selector, field_selector, token)
+            q: list[tuple[str, str]] = [("limit", str(self.page_size))]
+            if label_selector:
+                q.append(("labelSelector", label_selector))
+            if field_selector:
+                q.append(("fieldSelector", field_selector))
+            if token:
+                q.append(("continue", token))
+            return q
 
         items: list[dict[str, Any]] = []
         with contextlib.ExitStack() as stack:
             pool = stack.enter_context(ThreadPoolExecutor(max_workers=1)) if on_page is not None else None
-            doc = first_page.result() if first_page is not None else self.get(path, query(None))
+            doc = self.get(path, query(None))
             while True:
                 page = _page_items(doc, kind, api_version)
                 token = (doc.get("metadata") or {}).get("continue") or None
@@ -435,18 +427,6 @@ def _error_for(resp: Response, path: str) -> KubeError:
         message = resp.body[:200].decode("utf-8", errors="replace").strip()
     cls = {403: Forbidden, 404: NotFound, 410: Expired}.get(resp.status, KubeError)
     return cls(resp.status, path, message)
-
-
-def _list_query(limit: int, label_selector: str | None, field_selector: str | None,
-                token: str | None) -> list[tuple[str, str]]:
-    q: list[tuple[str, str]] = [("limit", str(limit))]
-    if label_selector:
-        q.append(("labelSelector", label_selector))
-    if field_selector:
-        q.append(("fieldSelector", field_selector))
-    if token:
-        q.append(("continue", token))
-    return q
 
 
 def _short(exc: BaseException) -> str:

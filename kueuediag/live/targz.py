@@ -1,9 +1,8 @@
 """A .tar.gz written member by member, each member compressed on worker threads as soon as its bytes are known.
 
-`kueuediag snapshot` knows a kind's List files when that kind's LIST ends, long before the archive is written:
-they are compressed then, while later LISTs travel (:class:`kueuediag.live.write.EarlyFiles`), and laid out in
-the archive's own order at the end. Each member is compressed on its own (cut into 1 MiB blocks, each primed with
-the 32 KiB before it in the same member and ended on a byte boundary, as pigz writes); the members' deflate
+The writer encodes the next file while the worker threads compress the ones before; a member may also be
+compressed before its turn and added later. Each member is compressed on its own (cut into 1 MiB blocks, each
+primed with the 32 KiB before it in the same member and ended on a byte boundary, as pigz writes); the members' deflate
 segments, written one after the other and the last one finished, are one valid deflate stream, and the gzip
 trailer's CRC is combined from the members' own. The tar bytes inside are exactly those `tarfile` writes in
 streaming mode (`w|`): the same headers, the same padding, the same end of archive.
@@ -90,17 +89,23 @@ class TarGzWriter:
         self._fh = fh
         self._compressor = compressor
         self._pending: deque[Compressed] = deque()
+        self._waiting = 0
+        """bytes of the pending members"""
         self._crc = 0
         self._size = 0
         fh.write(b"\x1f\x8b\x08\x00" + struct.pack("<I", compressor.mtime & 0xFFFFFFFF) + b"\x00\xff")
 
     def add(self, member: Compressed) -> None:
+        """Queue `member`; write the members whose compression is done, and wait for the oldest only when more
+        than two blocks' worth of bytes per worker are waiting (a snapshot's many small files would otherwise
+        make the encoding thread wait for every few of them)."""
         self._pending.append(member)
-        while self._pending and (self._pending[0].done() or
-                                 sum(len(m.blocks) for m in self._pending) > 2 * self._compressor.workers):
+        self._waiting += member.size
+        while self._pending and (self._pending[0].done() or self._waiting > 2 * self._compressor.workers * BLOCK):
             self._write(self._pending.popleft())
 
     def _write(self, member: Compressed) -> None:
+        self._waiting -= member.size
         for block in member.blocks:
             self._fh.write(block.result())
         self._crc = crc32_combine(self._crc, member.crc, member.size)

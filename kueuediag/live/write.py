@@ -27,7 +27,6 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, datetime
 from functools import partial
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from kueuediag.errors import InputError
-from kueuediag.live.targz import Compressed, MemberCompressor, TarGzWriter
+from kueuediag.live.targz import MemberCompressor, TarGzWriter
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -103,9 +102,7 @@ class SnapshotFile(NamedTuple):
     rel: str
     """the path inside the snapshot"""
     encode: Callable[[], bytes]
-    """its content (encoded when called: writing one file overlaps encoding the next)"""
-    objects: list[dict[str, Any]] | None = None
-    """a List file's objects (a List file encoded early, :class:`EarlyFiles`, is not encoded again)"""
+    """its content (encoded when called: writing one file overlaps compressing the one before)"""
 
 
 def iter_snapshot_files(raw: RawSnapshot) -> Iterator[SnapshotFile]:
@@ -115,7 +112,7 @@ def iter_snapshot_files(raw: RawSnapshot) -> Iterator[SnapshotFile]:
     manifest.setdefault("errors", [])
     yield SnapshotFile("manifest.json", lambda: (json.dumps(manifest, indent=2, sort_keys=False) + "\n").encode())
     for where, objs in sorted(object_files(raw.dicts()).items()):
-        yield SnapshotFile(where, partial(list_file, objs), objs)
+        yield SnapshotFile(where, partial(list_file, objs))
     for rel, text in sorted(raw.metrics.items()):
         yield SnapshotFile(_under("metrics", rel, (".om", ".txt", ".prom"), ".om"), text.encode)
     for rel, text in sorted(raw.logs.items()):
@@ -132,15 +129,14 @@ def _under(top: str, rel: str, suffixes: tuple[str, ...], default: str) -> str:
     return "/".join([top, *parts])
 
 
-def write_snapshot(raw: RawSnapshot, path: str | os.PathLike[str], early: EarlyFiles | None = None) -> Path:
-    """Write to `path`: a .tar.gz/.tgz archive when the name says so, else a directory (created). `early` holds
-    List files of an archive to `path` encoded and compressed during the collection."""
+def write_snapshot(raw: RawSnapshot, path: str | os.PathLike[str]) -> Path:
+    """Write to `path`: a .tar.gz/.tgz archive when the name says so, else a directory (created)."""
     p = Path(path)
     files = iter_snapshot_files(raw)
     try:
         if is_archive(p):
             p.parent.mkdir(parents=True, exist_ok=True)
-            _write_tar(p, files, early)
+            _write_tar(p, files)
         else:
             _write_dir(p, files)
     except OSError as exc:
@@ -186,19 +182,16 @@ def _archive_top(p: Path) -> str:
     return top
 
 
-def _write_tar(p: Path, files: Iterable[SnapshotFile], early: EarlyFiles | None) -> None:
+def _write_tar(p: Path, files: Iterable[SnapshotFile]) -> None:
     if p.is_dir():
         raise InputError(f"{p}: is a directory (an archive name must be a file)")
-    own = early is None
-    compressor = early.compressor if early is not None else MemberCompressor(_archive_top(p), GZIP_LEVEL,
-                                                                              int(time.time()))
+    compressor = MemberCompressor(_archive_top(p), GZIP_LEVEL, int(time.time()))
     fd, tmp_name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".partial")  # unique, mode 0600
     try:
         with os.fdopen(fd, "wb") as fh:
             out = TarGzWriter(fh, compressor)
-            for f in files:
-                done = early.take(f) if early is not None else None
-                out.add(done or compressor.compress(f.rel, f.encode()))
+            for f in files:  # each file compressed on the worker threads while the next one is encoded
+                out.add(compressor.compress(f.rel, f.encode()))
             out.close()
         os.replace(tmp_name, p)
     except BaseException:
@@ -206,48 +199,4 @@ def _write_tar(p: Path, files: Iterable[SnapshotFile], early: EarlyFiles | None)
             os.unlink(tmp_name)
         raise
     finally:
-        if own:
-            compressor.close()
-
-
-class EarlyFiles:
-    """List files of a snapshot archive encoded and compressed while the collection goes on.
-
-    `kueuediag snapshot` hands over the objects of each kind whose LIST has ended (:meth:`add`, from the
-    collector): a worker thread encodes their files, the compressor's threads compress them, while the next
-    LISTs travel and their pages are sanitized. Writing the archive then takes each file from here when its
-    objects are still exactly those encoded (the same objects, in the same order; collected objects are never
-    changed after they are added), and encodes it again otherwise (a later step added or replaced one of them,
-    or the file holds a kind that was not handed over).
-    """
-
-    def __init__(self, output: Path, *, workers: int | None = None) -> None:
-        self.compressor = MemberCompressor(_archive_top(output), GZIP_LEVEL, int(time.time()), workers)
-        self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kueuediag-encode")
-        self._files: dict[str, tuple[list[dict[str, Any]], Future[Compressed]]] = {}
-
-    def add(self, objs: list[dict[str, Any]]) -> None:
-        """Encode and compress the List files of `objs` (every object of some kinds, in snapshot order)."""
-        for where, group in object_files(objs).items():
-            self._files[where] = (group, self._encoder.submit(self._compress, where, group))
-
-    def _compress(self, where: str, group: list[dict[str, Any]]) -> Compressed:
-        return self.compressor.compress(where, list_file(group))
-
-    def take(self, f: SnapshotFile) -> Compressed | None:
-        """The compressed member of `f` when it was encoded early from the same objects, else None."""
-        found = self._files.pop(f.rel, None)
-        if found is None or f.objects is None:
-            return None
-        group, future = found
-        if len(group) != len(f.objects) or any(a is not b for a, b in zip(group, f.objects, strict=True)):
-            return None
-        try:
-            return future.result()
-        except Exception:  # noqa: BLE001 - encoded again now, where the error (if any) is raised as before
-            return None
-
-    def close(self) -> None:
-        """Stop the threads (after the archive is written, or when the snapshot fails or is refused)."""
-        self._encoder.shutdown(wait=True, cancel_futures=True)
-        self.compressor.close()
+        compressor.close()

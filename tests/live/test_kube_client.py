@@ -216,31 +216,3 @@ def test_on_page_overlaps_with_fetching_the_next_page() -> None:
     assert all(i["kind"] == "Pod" and i["apiVersion"] == "v1" for i in items)
     assert seen == [(["a"], True), (["b"], True), (["c"], True)]
 
-
-def test_a_list_started_ahead_continues_from_its_first_page(api_server: ServerFactory, tmp_path: Path) -> None:
-    """`start_list` asks for a LIST's first page at once (while another LIST is processed); `list_items` then
-    continues from that page: the same items, no second request for the first page, its selectors kept."""
-    with api_server() as srv:
-        c = client(srv, tmp_path, page_size=2)
-        first = c.start_list("/api/v1/pods")
-        first.result()
-        assert [r.query.get("continue") for r in srv.cluster.requests if r.path == "/api/v1/pods"] == [None]
-        pods = c.list_items("/api/v1/pods", first_page=first)
-        lists = [r for r in srv.cluster.requests if r.path == "/api/v1/pods"]
-        gpu = "cloud.google.com/gke-accelerator=nvidia-tesla-a100"
-        nodes = c.list_items("/api/v1/nodes", label_selector=gpu,
-                             first_page=c.start_list("/api/v1/nodes", label_selector=gpu))
-    assert sorted(p["metadata"]["name"] for p in pods) == sorted(p["metadata"]["name"] for p in srv.cluster.objects
-                                                               if p["kind"] == "Pod")
-    assert len(lists) == 3 and not lists[0].query.get("continue") and all(r.query.get("continue") for r in lists[1:])
-    assert sorted(n["metadata"]["name"] for n in nodes) == ["gke-a100-pool-1", "gke-a100-pool-2", "gke-a100-pool-3"]
-
-
-def test_a_list_started_ahead_raises_its_error_when_continued(api_server: ServerFactory, tmp_path: Path) -> None:
-    with api_server() as srv:
-        srv.cluster.faults.append(Fault(path=r"^/api/v1/pods$", status=403))
-        c = client(srv, tmp_path)
-        first = c.start_list("/api/v1/pods")
-        first.exception()
-        with pytest.raises(Forbidden):
-            c.list_items("/api/v1/pods", first_page=first)

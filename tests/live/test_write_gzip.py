@@ -45,7 +45,7 @@ def _tarfile_bytes(files: dict[str, bytes], top: str = "snap") -> bytes:
 def _targz(files: dict[str, bytes], workers: int, *, early: bool = False) -> bytes:
     compressor = MemberCompressor("snap", GZIP_LEVEL, MTIME, workers)
     try:
-        # early: every member compressed first, in reverse, then laid out in order (as EarlyFiles does)
+        # early: every member compressed first, in reverse, then laid out in order (before their turn)
         ready = {rel: compressor.compress(rel, data) for rel, data in reversed(files.items())} if early else {}
         out = io.BytesIO()
         writer = TarGzWriter(out, compressor)

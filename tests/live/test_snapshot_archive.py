@@ -1,13 +1,12 @@
-"""`kueuediag snapshot` to an archive encodes and compresses each kind's List files as soon as that kind's LIST
-ends, while the next LISTs travel: the archive holds the same files and objects as one written after the
-collection (the same tar bytes), a file whose objects changed later is written from the final objects, and a
-collection cut mid-way or refused still ends as before (a valid partial archive with its manifest errors, or no
-file at all)."""
+"""`kueuediag snapshot -A` to an archive, written member by member (kueuediag/live/targz.py): the same files, in
+the writer's order, and the same objects as a directory snapshot of the same cluster; a collection cut at the
+deadline or missing a forbidden kind still writes a valid partial archive with its manifest errors; a refused
+snapshot leaves no file and no compression thread behind."""
 
 from __future__ import annotations
 
 import gzip
-import json
+import io
 import tarfile
 import threading
 from pathlib import Path
@@ -20,87 +19,31 @@ from kueuediag.cli import build_app
 from kueuediag.errors import ExitCode
 from kueuediag.live import LiveOptions, take_snapshot, write
 from kueuediag.live.kube import KubeClient
-from kueuediag.live.write import EarlyFiles, write_snapshot
 from kueuediag.snapshot.reader import RawSnapshot, read_snapshot
 from tests.live.apiserver import Fault
 from tests.live.conftest import ServerFactory
-
-
-def _plain(raw: RawSnapshot) -> RawSnapshot:
-    """The fixture as a collection holds it: plain dicts in snapshot order (kind, namespace, name)."""
-    objs = sorted(raw.dicts(), key=_key)
-    return RawSnapshot(source="live:test", manifest=dict(raw.manifest), objects=list(objs), metrics=dict(raw.metrics),
-                       logs=dict(raw.logs))
 
 
 def _key(o: dict[str, Any]) -> tuple[str, str, str]:
     return o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]
 
 
-def _of(raw: RawSnapshot, *kinds: str) -> list[dict[str, Any]]:
-    return [o for o in raw.dicts() if o["kind"] in kinds]
+def test_the_archive_holds_the_tar_bytes_tarfile_streams(live_raw: RawSnapshot, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(write.time, "time", lambda: 1_700_000_000.0)
+    path = write.write_snapshot(live_raw, tmp_path / "snap.tar.gz")
+    reference = io.BytesIO()
+    with tarfile.open(fileobj=reference, mode="w|") as tf:
+        for rel, data in write.snapshot_files(live_raw).items():
+            info = tarfile.TarInfo(f"snap/{rel}")
+            info.size, info.mtime, info.mode = len(data), 1_700_000_000, 0o600
+            tf.addfile(info, io.BytesIO(data))
+    assert gzip.decompress(path.read_bytes()) == reference.getvalue()
+    assert sorted(map(_key, read_snapshot(path).dicts())) == sorted(map(_key, live_raw.dicts()))
 
 
 def _live_threads() -> set[str]:
-    return {t.name for t in threading.enumerate() if t.name.startswith(("kueuediag-encode", "kueuediag-gzip"))}
-
-
-def test_early_files_give_the_same_archive_and_follow_later_changes(
-        live_raw: RawSnapshot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(write.time, "time", lambda: 1_700_000_000.0)
-    raw = _plain(live_raw)
-    (tmp_path / "after").mkdir()
-    after = write_snapshot(raw, tmp_path / "after" / "snap.tar.gz")
-
-    encoded_here: list[tuple[str, str | None]] = []  # (kind, namespace) of the List files encoded at the end
-    list_file = write.list_file
-
-    def spy(objs: list[dict[str, Any]]) -> bytes:
-        if threading.current_thread() is threading.main_thread():
-            encoded_here.append((objs[0]["kind"], objs[0]["metadata"].get("namespace")))
-        return list_file(objs)
-
-    monkeypatch.setattr(write, "list_file", spy)
-    early = EarlyFiles(tmp_path / "snap.tar.gz", workers=2)
-    try:
-        early.add(_of(raw, "LocalQueue", "Workload"))
-        early.add(_of(raw, "Pod"))
-        # a later step reads one pod again (as the Kueue controller's pods are): its file must hold the new one
-        i, pod = next((i, o) for i, o in enumerate(raw.objects) if isinstance(o, dict) and o["kind"] == "Pod")
-        newer = json.loads(json.dumps(pod))
-        newer["status"]["phase"] = "Succeeded"
-        raw.objects[i] = newer
-        (tmp_path / "early").mkdir()
-        written = write_snapshot(raw, tmp_path / "early" / "snap.tar.gz", early)
-    finally:
-        early.close()
-    assert _live_threads() == set()
-    pod_ns = pod["metadata"]["namespace"]
-    assert ("Workload", "team-a") not in encoded_here and ("LocalQueue", "team-a") not in encoded_here
-    assert ("Pod", pod_ns) in encoded_here  # changed after it was handed over: encoded again
-    assert any(k == "Pod" and ns != pod_ns for k, ns in _of_files(raw, "Pod")) and not any(
-        k == "Pod" and ns != pod_ns for k, ns in encoded_here)  # the other pod files were taken as encoded
-    assert ("ClusterQueue", None) in encoded_here  # never handed over
-
-    # the same tar bytes as the archive written after the collection, but for the one pod that changed
-    raw.objects[i] = pod
-    assert gzip.decompress(written.read_bytes()) != gzip.decompress(after.read_bytes())
-    back = read_snapshot(written)
-    got = next(o for o in back.dicts() if o["kind"] == "Pod" and o["metadata"]["name"] == pod["metadata"]["name"]
-               and o["metadata"]["namespace"] == pod_ns)
-    assert got["status"]["phase"] == "Succeeded"
-    early = EarlyFiles(tmp_path / "snap.tar.gz")
-    try:
-        early.add(_of(raw, "LocalQueue", "Workload", "Pod", "Job", "Event", "Node"))
-        (tmp_path / "again").mkdir()
-        again = write_snapshot(raw, tmp_path / "again" / "snap.tar.gz", early)
-    finally:
-        early.close()
-    assert gzip.decompress(again.read_bytes()) == gzip.decompress(after.read_bytes())
-
-
-def _of_files(raw: RawSnapshot, kind: str) -> set[tuple[str, str | None]]:
-    return {(o["kind"], o["metadata"].get("namespace")) for o in _of(raw, kind)}
+    return {t.name for t in threading.enumerate() if t.name.startswith("kueuediag-gzip")}
 
 
 def _run(*args: str) -> tuple[int, str, str]:
@@ -134,8 +77,8 @@ def test_snapshot_all_namespaces_archive_matches_a_directory_snapshot(api_server
 
 
 def test_snapshot_cut_at_the_deadline_writes_what_it_has(api_server: ServerFactory, tmp_path: Path) -> None:
-    """The clock passes the deadline once the jobs are listed: the pods and workloads handed over early, the jobs
-    just listed, and the manifest's errors for what came after all end up in a valid archive."""
+    """The clock passes the deadline once the jobs are listed: what was listed before and the manifest's errors
+    for what came after end up in a valid archive."""
     with api_server() as srv:
         requests = srv.cluster.requests
         now = [0.0]
