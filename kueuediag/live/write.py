@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from kueuediag.errors import InputError
-from kueuediag.live.targz import MemberCompressor, TarGzWriter
+from kueuediag.live.targz import TarGzWriter
 from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -185,18 +185,14 @@ def _archive_top(p: Path) -> str:
 def _write_tar(p: Path, files: Iterable[SnapshotFile]) -> None:
     if p.is_dir():
         raise InputError(f"{p}: is a directory (an archive name must be a file)")
-    compressor = MemberCompressor(_archive_top(p), GZIP_LEVEL, int(time.time()))
     fd, tmp_name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".partial")  # unique, mode 0600
     try:
-        with os.fdopen(fd, "wb") as fh:
-            out = TarGzWriter(fh, compressor)
+        with os.fdopen(fd, "wb") as fh, TarGzWriter(fh, _archive_top(p), GZIP_LEVEL, int(time.time())) as out:
             for f in files:  # each file compressed on the worker threads while the next one is encoded
-                out.add(compressor.compress(f.rel, f.encode()))
+                out.add(f.rel, f.encode())
             out.close()
         os.replace(tmp_name, p)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
-    finally:
-        compressor.close()
