@@ -85,14 +85,14 @@ def test_streamed_heads_are_handed_out_and_not_kept(bench_dir: Path, jobs: int) 
     from kueuediag.health.workers import HeadSink
     from kueuediag.registry import discover
 
-    written: list[str] = []
-    sink = HeadSink(render=lambda v: f"{v.workload.name} {v.cause}\n", write=written.append)
+    written: list[bytes] = []
+    sink = HeadSink(render=lambda v: f"{v.workload.name} {v.cause}\n".encode(), write=written.append)
     lean = build_report(load_snapshot(str(bench_dir)), discover(), Settings(), all_pending=True,
                         keep_verdicts=False, sink=sink, jobs=jobs)
     full = build_report(load_snapshot(str(bench_dir)), discover(), Settings(), all_pending=True)
     assert all(h.verdict is None for h in lean.heads)
     assert all(h.verdict is not None for h in full.heads)
-    assert "".join(written) == "".join(f"{h.name} {h.cause}\n" for h in full.heads)
+    assert b"".join(written).decode() == "".join(f"{h.name} {h.cause}\n" for h in full.heads)
     assert [(h.name, h.cause, h.layer, h.headline) for h in lean.heads] == \
         [(h.name, h.verdict.cause, h.verdict.layer, h.verdict.headline) for h in full.heads if h.verdict]
     assert [(i.check, i.ref, i.finding, i.note) for i in lean.items] == \

@@ -424,10 +424,32 @@ def test_jsonl_line_written_as_the_stream_can_carry_it(encoding: str, monkeypatc
     for headline, kept_as_is in (("waits — behind 3 \u2192 here", encoding.lower().startswith("utf")),
                                  ("bad \ud800 surrogate", False), ("plain ascii", True)):
         v = replaced(verdict, headline=headline)
-        line = jsonl_line(v)
+        data = jsonl_line(v)
+        line = data.decode(encoding)  # the stream can carry it: these are the bytes it is given
         assert line.endswith("\n") and "\n" not in line[:-1]
         assert (not line.isascii()) == (kept_as_is and not headline.isascii())
-        line.encode(encoding)  # the stream can carry it
         doc = json.loads(line)
         assert doc["verdict"]["headline"] == headline
         assert doc == json.loads(json.dumps(verdict_dict(v), default=str))
+
+
+def test_jsonl_bytes_follow_the_text_already_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-o jsonl` writes its encoded lines to stdout's byte buffer: text printed before them through the text layer
+    comes first, and a stream without a byte buffer gets the same text."""
+    import io
+    import sys
+
+    from kueuediag.cli.health_cmd import write_stdout_bytes
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", stream)
+    stream.write("before ")
+    write_stdout_bytes('{"a":"—"}\n'.encode())
+    stream.write("after\n")
+    stream.flush()
+    assert raw.getvalue().decode() == 'before {"a":"—"}\nafter\n'
+    text = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", text)
+    write_stdout_bytes('{"a":"—"}\n'.encode())
+    assert text.getvalue() == '{"a":"—"}\n'

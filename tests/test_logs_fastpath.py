@@ -12,6 +12,7 @@ import json
 import random
 import re
 from collections import defaultdict
+from typing import Any
 
 import pytest
 
@@ -204,11 +205,37 @@ def test_a_line_read_by_its_head_is_the_line_read_whole(monkeypatch: pytest.Monk
                                                                                  "Reconcile")
 
 
-def test_what_lines_name_is_the_same_when_the_per_file_tables_start_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_lines_name_is_the_same_when_the_per_file_tables_are_full(monkeypatch: pytest.MonkeyPatch) -> None:
     text = "\n".join(CORPUS * 3)
     roomy = parse_log_text("f", text, 2026)
     monkeypatch.setattr(logs._PerFile, "_MAX", 2)
     assert parse_log_text("f", text, 2026) == roomy
+
+
+def test_a_full_per_file_table_keeps_what_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log names the same objects round after round (each scheduling cycle names the pending heads again): with
+    more distinct references than the table holds, the ones it holds still answer, rather than every line missing
+    after the table is emptied and refilled in the same order."""
+    names, rounds, room = 6, 5, 4
+    text = "\n".join(
+        f'{{"level":"Level(-3)","ts":"2026-11-20T06:{r:02d}:{i:02d}Z","logger":"scheduler",'
+        f'"caller":"scheduler/logging.go:40","msg":"Workload evaluated for admission",'
+        f'"workload":{{"name":"job-{i}","namespace":"team"}},"clusterQueue":{{"name":"cq"}},"status":"",'
+        f'"reason":"waiting"}}'
+        for r in range(rounds) for i in range(names))
+    roomy = parse_log_text("f", text, 2026)
+    assert [ln.workloads for ln in roomy[:names]] == [(("team", f"job-{i}"),) for i in range(names)]
+    read = logs._workload_refs
+    calls: list[str] = []
+
+    def counted(fields: Any, logger: str) -> Any:
+        calls.append(logger)
+        return read(fields, logger)
+
+    monkeypatch.setattr(logs, "_workload_refs", counted)
+    monkeypatch.setattr(logs._PerFile, "_MAX", room)
+    assert parse_log_text("f", text, 2026) == roomy
+    assert len(calls) == room + (names - room) * rounds  # the 4 held once each, the other 2 on every round
 
 
 def test_scan_gives_the_same_hits_over_lines_read_either_way(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,8 +7,10 @@ exits 0 (nothing at or above `--fail-on`, default high), 1 (findings at or above
 
 from __future__ import annotations
 
+import codecs
 import gc
 import json
+import os
 import sys
 from datetime import datetime
 from enum import Enum
@@ -202,26 +204,52 @@ def jsonl_sink() -> HeadSink:
     """`-o jsonl`: each head's `why` document is printed as soon as it is diagnosed (the report keeps none)."""
     from kueuediag.health.workers import HeadSink
 
-    return HeadSink(render=jsonl_line, write=sys.stdout.write)
+    return HeadSink(render=jsonl_line, write=write_stdout_bytes)
 
 
-def jsonl_line(verdict: Verdict) -> str:
-    """One `why -o json` document as a line. A line stdout's encoding cannot carry (a latin-1 terminal, lone
-    surrogates from the input) is re-escaped to ASCII, which keeps every character, as `why -o json` does."""
+def jsonl_line(verdict: Verdict) -> bytes:
+    """One `why -o json` document as a line, encoded as stdout carries it. orjson's UTF-8 bytes go to a UTF-8
+    stream as they are (no decoding and encoding again of ~25 KB a workload); a line stdout's encoding cannot
+    carry (a latin-1 terminal, lone surrogates from the input) is re-escaped to ASCII, which keeps every
+    character, as `why -o json` does."""
     from kueuediag.render.health_json import verdict_line
 
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    line, utf8 = verdict_line(verdict)
     name = encoding.lower().replace("_", "-")
-    if utf8 and name in ("utf-8", "utf8"):
-        return line  # valid UTF-8 (orjson wrote it): no trial encoding of ~25 KB
-    if line.isascii() and name in ("utf-8", "utf8", "ascii", "latin-1", "iso-8859-1"):
-        return line  # every one of these encodings carries ASCII text as is
+    line = verdict_line(verdict)
+    if isinstance(line, bytes):
+        if name in ("utf-8", "utf8"):
+            return line  # valid UTF-8: orjson wrote it
+        if line.isascii() and name in ("ascii", "latin-1", "iso-8859-1"):
+            return line  # every one of these encodings carries ASCII text as is
+        line = line.decode()
     try:
-        line.encode(encoding)
+        return line.encode(encoding)
     except (UnicodeEncodeError, LookupError):
-        line = json.dumps(json.loads(line), ensure_ascii=True, separators=(",", ":")) + "\n"
-    return line
+        escaped = json.dumps(json.loads(line), ensure_ascii=True, separators=(",", ":")) + "\n"
+        return escaped.encode("ascii" if not _known(encoding) else encoding)
+
+
+def _known(encoding: str) -> bool:
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        return False
+    return True
+
+
+def write_stdout_bytes(data: bytes) -> None:
+    """Write bytes :func:`jsonl_line` encoded for stdout: to its byte buffer (after what its text layer holds), or,
+    for a text-only stream, as text again."""
+    out = sys.stdout
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(data.decode(getattr(out, "encoding", None) or "utf-8"))
+        return
+    if os.linesep != "\n":  # what the text layer would have done; a JSON line holds no other newline
+        data = data.replace(b"\n", os.linesep.encode())
+    out.flush()
+    buffer.write(data)
 
 
 def collect_live(settings: Settings, namespaces: list[str] | None, moment: datetime | None) -> Snapshot:

@@ -59,7 +59,7 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
                  sink: HeadSink | None = None, jobs: int | None = 1) -> HealthReport:
     """The whole report; heads (all pending with `all_pending`) are diagnosed with `why`'s engine.
 
-    `sink` gets each head's text as soon as it is diagnosed (`-o jsonl` prints it then), in head order. The
+    `sink` gets each head's output as soon as it is diagnosed (`-o jsonl` prints it then), in head order. The
     report keeps the verdicts only with `keep_verdicts` (`-o json` prints them all), else each head's summary
     and item, so memory does not grow with the verdicts of thousands of pending workloads. Without kept
     verdicts the heads may be shared among `jobs` processes (:mod:`kueuediag.health.workers`; None: one per
@@ -149,11 +149,11 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
 
 
 def diagnosed(queue_heads: QueueHeads, sink: HeadSink | None, cq: str,
-              keep_verdicts: bool = False) -> Iterator[tuple[Head, Item, str]]:
-    """One ClusterQueue's heads: each head (its verdict dropped unless kept), its item and its sink text."""
+              keep_verdicts: bool = False) -> Iterator[tuple[Head, Item, bytes]]:
+    """One ClusterQueue's heads: each head (its verdict dropped unless kept), its item and its sink output."""
     for head in queue_heads.of_queue(cq):
         assert head.verdict is not None
-        text = sink.render(head.verdict) if sink is not None else ""
+        text = sink.render(head.verdict) if sink is not None else b""
         yield (head if keep_verdicts else dataclasses.replace(head, verdict=None)), head_item(head, head.verdict), text
 
 

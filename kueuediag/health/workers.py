@@ -43,10 +43,10 @@ _TICKET = struct.Struct("<I")
 class HeadSink:
     """Where each head's own output goes as soon as it is diagnosed (`-o jsonl`)."""
 
-    render: Callable[[Verdict], str]
-    """the head's text; called in whichever process diagnosed the head"""
-    write: Callable[[str], object]
-    """prints the text of a run of heads, in order; called in the main process only"""
+    render: Callable[[Verdict], bytes]
+    """the head's output, encoded as it is printed; called in whichever process diagnosed the head"""
+    write: Callable[[bytes], object]
+    """prints the output of a run of heads, in order; called in the main process only"""
 
 
 class WorkerFailed(KueuediagError):
@@ -57,8 +57,8 @@ class WorkerFailed(KueuediagError):
         self.exit_code = ExitCode(exit_code)
 
 
-Work = Callable[[str], Iterator[tuple[Head, Item, str]]]
-"""diagnoses one ClusterQueue's heads: each head's summary (no verdict), its item and its text"""
+Work = Callable[[str], Iterator[tuple[Head, Item, bytes]]]
+"""diagnoses one ClusterQueue's heads: each head's summary (no verdict), its item and its output"""
 
 
 class HeadPool:
@@ -104,7 +104,7 @@ class HeadPool:
 
     def _do(self, k: int) -> bool:
         """Diagnose group `k` into its files; False when a diagnosis failed (the failure is recorded)."""
-        texts: list[str] = []
+        texts: list[bytes] = []
         results: list[tuple[Head, Item]] = []
         outcome: tuple[str, object] = ("ok", results)
         try:
@@ -116,7 +116,7 @@ class HeadPool:
             outcome = ("error", (str(exc), int(exc.exit_code)))
         except Exception as exc:  # noqa: BLE001 - reported in the main process as the serial scan reports it
             outcome = ("error", (f"internal error: {type(exc).__name__}: {exc}", int(ExitCode.USAGE)))
-        (self.dir / f"{k}.txt").write_text("".join(texts), encoding="utf-8", errors="surrogatepass")
+        (self.dir / f"{k}.txt").write_bytes(b"".join(texts))
         part = self.dir / f"{k}.part"
         part.write_bytes(pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(part, self.dir / f"{k}.done")  # the marker the main process waits for
@@ -144,7 +144,7 @@ class HeadPool:
         k = start
         while k < len(self.groups) and (self.dir / f"{k}.done").exists():
             status, payload = pickle.loads((self.dir / f"{k}.done").read_bytes())
-            text = (self.dir / f"{k}.txt").read_text(encoding="utf-8", errors="surrogatepass")
+            text = (self.dir / f"{k}.txt").read_bytes()
             if text and self.sink is not None:
                 self.sink.write(text)
             if status == "error":

@@ -15,7 +15,7 @@ from kueuediag.health.catalog import BY_ID
 from kueuediag.health.model import Head, HealthReport, Item
 from kueuediag.models import Severity, Verdict
 from kueuediag.render.json_out import finding_dict, verdict_dict
-from kueuediag.render.jsondump import dumps, dumps_text
+from kueuediag.render.jsondump import dumps, dumps_line
 
 SCHEMA = "kueuediag/health/v1"
 
@@ -89,9 +89,10 @@ def render_health_json(report: HealthReport, gate: Severity | None = None) -> st
 def verdict_lines(verdicts: Iterable[Verdict]) -> Iterable[str]:
     """`-o jsonl`: one `why -o json` document per line."""
     for v in verdicts:
-        yield verdict_line(v)[0]
+        line = verdict_line(v)
+        yield line.decode() if isinstance(line, bytes) else line
 
 
-def verdict_line(verdict: Verdict) -> tuple[str, bool]:
-    """One `-o jsonl` line, and whether it is known to be valid UTF-8 (:func:`dumps_text`)."""
-    return dumps_text(verdict_dict(verdict), indent=False)
+def verdict_line(verdict: Verdict) -> bytes | str:
+    """One `-o jsonl` line: UTF-8 bytes, or text that may hold a lone surrogate (:func:`dumps_line`)."""
+    return dumps_line(verdict_dict(verdict))
