@@ -5,20 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from kueuediag import __version__
-from kueuediag.models import Evidence, Finding, Fix, Verdict
+from kueuediag.models import Evidence, Finding, Fix, Outcome, Verdict
 from kueuediag.render.jsondump import dumps
 
 SCHEMA = "kueuediag/why/v1"
 
 
 def _evidence(e: Evidence) -> dict[str, Any]:
-    return {
-        "source": e.source,
-        "ref": {"kind": e.ref.kind, "name": e.ref.name, "namespace": e.ref.namespace} if e.ref else None,
-        "field": e.field,
-        "observed": e.observed,
-        "expected": e.expected,
-    }
+    """An evidence item as JSON: its fields (source, ref, field, observed, expected) and its ref's (kind, name,
+    namespace), in field order. A model's ``__dict__`` holds exactly its fields in that order (the models forbid
+    extras; :func:`kueuediag.models.assemble` keeps the order too), so it is copied as it is rather than read
+    field by field: a fleet scan writes ~38 of these per pending workload. tests/test_json_output.py holds it to
+    the field-by-field dict."""
+    out = e.__dict__.copy()
+    ref = out["ref"]
+    if ref is not None:
+        out["ref"] = ref.__dict__.copy()
+    return out
+
+
+_OUTCOME_JSON = {o: (o.v1, o.value) for o in Outcome}
+"""each outcome's v1 name (`checks[].outcome`) and its value (`checks[].result`), read once"""
 
 
 def fix_dict(x: Fix) -> dict[str, Any]:
@@ -82,8 +89,8 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
                 "code": run.code,
                 "check": run.check,
                 "family": run.family,
-                "outcome": run.outcome.v1,
-                "result": run.outcome.value,
+                "outcome": (names := _OUTCOME_JSON[run.outcome])[0],
+                "result": names[1],
                 "reason": run.reason,
                 "input": run.input,
                 "evidence": [_evidence(e) for e in run.evidence],
