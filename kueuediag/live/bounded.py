@@ -15,11 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-CHUNK = 1024 * 1024
-"""the most one read takes: a LIST page that has arrived whole is read at once. Each read takes the interpreter
-lock back; with 64 KiB reads, a page fetched on a worker thread while the main thread sanitizes the one before
-it took ~120 ms longer than alone (every read waited for the main thread's switch interval), with 1 MiB reads
-about as long as alone."""
+CHUNK = 64 * 1024
 MIN_SOCKET_TIMEOUT = 0.05
 
 

@@ -59,7 +59,6 @@ KUEUE_PLURALS = {
     "MultiKueueConfig": "multikueueconfigs", "MultiKueueCluster": "multikueueclusters",
     "LocalQueue": "localqueues", "Workload": "workloads",
 }
-PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 MAX_LOG_BYTES = 32 * 1024 * 1024
 MAX_NAMESPACE_LISTS = 10
 """live `why` lists the Workloads of at most this many further namespaces one by one; beyond that, one paginated
@@ -202,7 +201,7 @@ class Collector:
                 what = f"Kueue {plural} (list)"
             self.lst(what, f"list {plural}.kueue.x-k8s.io", path, kind=kind, api_version=self.api_version())
         self.lst("Kubernetes priority classes (list)", "list priorityclasses.scheduling.k8s.io",
-                 PRIORITY_CLASSES, kind="PriorityClass",
+                 "/apis/scheduling.k8s.io/v1/priorityclasses", kind="PriorityClass",
                  api_version="scheduling.k8s.io/v1")
 
     def namespace_objects(self, ns: str) -> None:
@@ -514,26 +513,7 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
         options.since = since
     client = client or make_client(options)
     c = Collector(client, options)
-    try:
-        _collect_cluster(c, client, namespaces, options)
-    finally:
-        client.drop_planned()
-    c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
-    return c.raw(sorted(namespaces) if namespaces is not None else None)
-
-
-def _collect_cluster(c: Collector, client: KubeClient, namespaces: list[str] | None, options: LiveOptions) -> None:
     c.discover()
-    if namespaces is None:
-        # The LISTs of a cluster-wide snapshot, in their order: each one's first page travels while the previous
-        # one's last pages are being processed.
-        kueue_ns = options.kueue_namespace
-        client.plan_lists([p for p in (
-            *(c.kueue_path(kind) for kind in KUEUE_CLUSTER_KINDS), PRIORITY_CLASSES,
-            resource_path("", "v1", "namespaces"), c.kueue_path("LocalQueue"), c.kueue_path("Workload"),
-            resource_path("", "v1", "nodes"), resource_path("", "v1", "pods"), resource_path("batch", "v1", "jobs"),
-            resource_path("", "v1", "events"), resource_path("", "v1", "pods", kueue_ns),
-            resource_path("apps", "v1", "deployments", kueue_ns)) if p])
     c.kueue_cluster_objects()
     if namespaces is None:
         c.lst("namespaces (list)", "list namespaces", resource_path("", "v1", "namespaces"),
@@ -584,6 +564,8 @@ def _collect_cluster(c: Collector, client: KubeClient, namespaces: list[str] | N
                      {(str(ns), n) for (k, ns, n), o in c.objects.items() if k == "LocalQueue" and _has_pending(o)})
     c.controller()
     _metrics(c, options)
+    c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
+    return c.raw(sorted(namespaces) if namespaces is not None else None)
 
 
 # --- helpers ----------------------------------------------------------------------------------------------

@@ -120,9 +120,6 @@ class Response:
     body: bytes
 
 
-ListKey = tuple[str, str | None, str | None]
-"""a LIST: (path, label selector, field selector)"""
-
 Transport = Callable[[str, str, list[tuple[str, str]], float], Response]
 """(method, path, query, timeout_seconds) → Response; raises OSError-like errors on connection failure."""
 
@@ -159,11 +156,6 @@ class KubeClient:
         self.default_namespace = default_namespace
         self.log: list[RequestRecord] = []
         self.stats = ClientStats()
-        self._plan: list[ListKey] = []
-        self._started: dict[ListKey, _PagesAhead] = {}
-        self._taken: set[ListKey] = set()
-        """LISTs the caller has begun: never started ahead again"""
-        self._plan_lock = threading.Lock()
 
     # --- construction -----------------------------------------------------------------------------------
     @classmethod
@@ -317,20 +309,26 @@ class KubeClient:
     def _list_once(self, path: str, label_selector: str | None, field_selector: str | None,
                    kind: str | None, api_version: str | None,
                    on_page: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
+        def query(token: str | None) -> list[tuple[str, str]]:
+            q: list[tuple[str, str]] = [("limit", str(self.page_size))]
+            if label_selector:
+                q.append(("labelSelector", label_selector))
+            if field_selector:
+                q.append(("fieldSelector", field_selector))
+            if token:
+                q.append(("continue", token))
+            return q
+
         items: list[dict[str, Any]] = []
         if on_page is None:
-            doc = self.get(path, _list_query(self.page_size, label_selector, field_selector, None))
+            doc = self.get(path, query(None))
             while True:
                 items.extend(_page_items(doc, kind, api_version))
                 token = (doc.get("metadata") or {}).get("continue") or None
                 if not token:
                     return items
-                doc = self.get(path, _list_query(self.page_size, label_selector, field_selector, token))
-        key = (path, label_selector, field_selector)
-        with self._plan_lock:
-            ahead = self._started.pop(key, None)
-            self._taken.add(key)
-        ahead = ahead or _PagesAhead(self, key)
+                doc = self.get(path, query(token))
+        ahead = _PagesAhead(self, path, query)
         try:
             while True:
                 doc, last = ahead.next_page()
@@ -341,31 +339,6 @@ class KubeClient:
                     return items
         finally:
             ahead.stop()
-
-    def plan_lists(self, paths: Sequence[str]) -> None:
-        """The paginated LISTs (without selectors, each with `on_page`) the caller is about to make, in this
-        order: each one's first page is asked for as soon as the previous one's last page has arrived, so the
-        server prepares it while the caller still processes the pages it holds. The LISTs' requests go out in
-        the same order as without a plan (one LIST's pages at a time); a LIST the caller has begun is never
-        started ahead again, and :meth:`drop_planned` stops what nobody took."""
-        with self._plan_lock:
-            self._plan = [(p, None, None) for p in paths]
-
-    def drop_planned(self) -> None:
-        """Forget the plan; LISTs started ahead that nobody continued stop (their pages are dropped)."""
-        with self._plan_lock:
-            started, self._started, self._plan, self._taken = list(self._started.values()), {}, [], set()
-        for ahead in started:
-            ahead.stop()
-
-    def _listed(self, key: ListKey) -> None:
-        """A LIST's last page arrived: start the one planned after it (a worker thread's call)."""
-        with self._plan_lock:
-            if key not in self._plan:
-                return
-            following = self._plan[self._plan.index(key) + 1:self._plan.index(key) + 2]
-            if following and following[0] not in self._started and following[0] not in self._taken:
-                self._started[following[0]] = _PagesAhead(self, following[0])
 
     # --- discovery ----------------------------------------------------------------------------------------
     def group_versions(self, group: str) -> list[str]:
@@ -435,10 +408,10 @@ class _PagesAhead:
     caller in page order, after the pages fetched before them. A body that is not JSON is fetched again with
     `KubeClient.get`'s retries, by whichever thread finds it out."""
 
-    def __init__(self, client: KubeClient, key: ListKey) -> None:
+    def __init__(self, client: KubeClient, path: str, query: Callable[[str | None], list[tuple[str, str]]]) -> None:
         self._client = client
-        self._key = key
-        self._path = key[0]
+        self._path = path
+        self._query = query
         self._ready: queue.Queue[tuple[bytes | dict[str, Any] | BaseException, list[tuple[str, str]], bool]] = (
             queue.Queue(maxsize=PAGES_AHEAD))
         self._stopped = threading.Event()
@@ -449,7 +422,7 @@ class _PagesAhead:
         token: str | None = None
         try:
             while not self._stopped.is_set():
-                q = _list_query(self._client.page_size, self._key[1], self._key[2], token)
+                q = self._query(token)
                 body = self._client.get_raw(self._path, q).body
                 meta = list_metadata(body)
                 page: bytes | dict[str, Any] = body
@@ -457,8 +430,6 @@ class _PagesAhead:
                     page = self._client._document(self._path, q, body)
                     meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else None
                 token = str((meta or {}).get("continue") or "") or None
-                if token is None and not self._stopped.is_set():
-                    self._client._listed(self._key)  # before the caller can see the last page and go on
                 self._put((page, q, token is None))
                 if token is None:
                     return
@@ -484,18 +455,6 @@ class _PagesAhead:
 
     def stop(self) -> None:
         self._stopped.set()
-
-
-def _list_query(limit: int, label_selector: str | None, field_selector: str | None,
-                token: str | None) -> list[tuple[str, str]]:
-    q: list[tuple[str, str]] = [("limit", str(limit))]
-    if label_selector:
-        q.append(("labelSelector", label_selector))
-    if field_selector:
-        q.append(("fieldSelector", field_selector))
-    if token:
-        q.append(("continue", token))
-    return q
 
 
 def _page_items(doc: dict[str, Any], kind: str | None, api_version: str | None) -> list[dict[str, Any]]:

@@ -10,7 +10,6 @@ import pytest
 
 from kueuediag.errors import ClusterUnavailable
 from kueuediag.live.kube import (
-    PAGES_AHEAD,
     DeadlineExceeded,
     Forbidden,
     KubeClient,
@@ -295,72 +294,3 @@ def test_an_error_ahead_reaches_the_caller_after_the_pages_before_it() -> None:
         KubeClient(transport, sleep=Sleeps()).list_items(
             "/api/v1/pods", on_page=lambda page: seen.append([p["metadata"]["name"] for p in page]))
     assert seen == [["a", "b"]]
-
-
-class _Lists:
-    """A transport serving paginated LISTs (path → page count), recording each request as (path, token)."""
-
-    def __init__(self, pages: dict[str, int]) -> None:
-        import threading
-
-        self.pages = pages
-        self.asked: list[tuple[str, str | None]] = []
-        self.seen: dict[tuple[str, str | None], threading.Event] = {}
-        self._lock = threading.Lock()
-
-    def event(self, path: str, token: str | None) -> Any:
-        import threading
-
-        with self._lock:
-            return self.seen.setdefault((path, token), threading.Event())
-
-    def __call__(self, method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
-        token = dict(query).get("continue")
-        with self._lock:
-            self.asked.append((path, token))
-        self.event(path, token).set()
-        i = int(token or 0)
-        following = str(i + 1) if i + 1 < self.pages[path] else None
-        return Response(200, {}, _list_body([f"{path.rsplit('/', 1)[-1]}-{i}"], following))
-
-
-def test_a_planned_list_starts_when_the_one_before_it_has_all_its_pages() -> None:
-    """With a plan, the next LIST's first page is asked for while the caller still processes the previous
-    LIST's last page; the requests go out in the same order as without a plan, and each page once."""
-    lists = _Lists({"/api/v1/nodes": 2, "/api/v1/pods": 3})
-    c = KubeClient(lists, sleep=Sleeps())
-    c.plan_lists(["/api/v1/nodes", "/api/v1/pods"])
-    early: list[bool] = []
-
-    def on_node_page(page: list[dict[str, Any]]) -> None:
-        if page[0]["metadata"]["name"] == "nodes-1":  # the last page of nodes
-            early.append(lists.event("/api/v1/pods", None).wait(5))
-
-    nodes = c.list_items("/api/v1/nodes", on_page=on_node_page)
-    pods = c.list_items("/api/v1/pods", on_page=lambda page: None)
-    c.drop_planned()
-    assert early == [True]
-    assert [n["metadata"]["name"] for n in nodes] == ["nodes-0", "nodes-1"]
-    assert [p["metadata"]["name"] for p in pods] == ["pods-0", "pods-1", "pods-2"]
-    assert lists.asked == [("/api/v1/nodes", None), ("/api/v1/nodes", "1"),
-                           ("/api/v1/pods", None), ("/api/v1/pods", "1"), ("/api/v1/pods", "2")]
-
-
-def test_dropping_the_plan_stops_lists_nobody_continued() -> None:
-    """A LIST started ahead that the caller never takes stops fetching once the plan is dropped (at most the
-    request in flight ends); asking for it afterwards starts it again from its first page."""
-    import time
-
-    lists = _Lists({"/api/v1/nodes": 1, "/api/v1/pods": 50})
-    c = KubeClient(lists, sleep=Sleeps())
-    c.plan_lists(["/api/v1/nodes", "/api/v1/pods"])
-    c.list_items("/api/v1/nodes", on_page=lambda page: None)
-    assert lists.event("/api/v1/pods", None).wait(5)
-    c.drop_planned()
-    time.sleep(0.3)
-    fetched = len(lists.asked)
-    time.sleep(0.5)
-    assert len(lists.asked) == fetched <= 2 + PAGES_AHEAD + 1  # nodes, then pods' pages up to the bound
-    pods = c.list_items("/api/v1/pods", on_page=lambda page: None)
-    assert [p["metadata"]["name"] for p in pods] == [f"pods-{i}" for i in range(50)]
-    assert lists.asked.count(("/api/v1/pods", None)) == 2
