@@ -21,13 +21,12 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import queue
-import re
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import field
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -255,21 +254,15 @@ class KubeClient:
 
     def get(self, path: str, query: list[tuple[str, str]] | None = None) -> dict[str, Any]:
         """GET one JSON document; a body that is not JSON (cut off mid-way) is fetched again while time is left."""
-        return self._document(path, query)
-
-    def _document(self, path: str, query: list[tuple[str, str]] | None, body: bytes | None = None) -> dict[str, Any]:
-        """`get`, starting from a `body` already fetched when given (its first attempt)."""
         attempt = 0
         while True:
             attempt += 1
-            if body is None:
-                body = self.get_raw(path, query).body
+            resp = self.get_raw(path, query)
             try:
-                return _decode(body, path)
+                return _decode(resp.body, path)
             except KubeError:
                 if self._out_of_retries(attempt) or attempt >= TRUNCATED_RETRIES or not self._backoff(attempt, None):
                     raise
-            body = None
 
     def get_text(self, path: str, query: list[tuple[str, str]] | None = None, limit_bytes: int = 0) -> str:
         """GET a text body (pod logs); `limit_bytes` is passed as the server-side limitBytes when set."""
@@ -292,10 +285,9 @@ class KubeClient:
         """Paginated LIST; items get `kind`/`apiVersion` filled in (the API server omits them).
 
         A 410 on a continue token restarts the LIST from the first page (up to `max_restarts` times, and never
-        past the deadline: every page goes through the deadline check). With `on_page`, the pages are fetched
-        ahead on one worker thread (one request in flight, up to `PAGES_AHEAD` answers waiting, see
-        :class:`_PagesAhead`) and `on_page` is called with each page's items in order while the following pages
-        travel; after a restart it sees the first pages again."""
+        past the deadline: every page goes through the deadline check). `on_page` is called with each page's
+        items while the next page is being fetched (one request in flight, on one worker thread), so decoding
+        the next answer overlaps with processing this one; after a restart it sees the first pages again."""
         restarts = 0
         while True:
             try:
@@ -320,25 +312,21 @@ class KubeClient:
             return q
 
         items: list[dict[str, Any]] = []
-        if on_page is None:
+        with contextlib.ExitStack() as stack:
+            pool = stack.enter_context(ThreadPoolExecutor(max_workers=1)) if on_page is not None else None
             doc = self.get(path, query(None))
             while True:
-                items.extend(_page_items(doc, kind, api_version))
+                page = _page_items(doc, kind, api_version)
                 token = (doc.get("metadata") or {}).get("continue") or None
+                ahead: Future[dict[str, Any]] | None = None
+                if token and pool is not None:
+                    ahead = pool.submit(self.get, path, query(token))
+                items.extend(page)
+                if on_page is not None:
+                    on_page(page)
                 if not token:
                     return items
-                doc = self.get(path, query(token))
-        ahead = _PagesAhead(self, path, query)
-        try:
-            while True:
-                doc, last = ahead.next_page()
-                page = _page_items(doc, kind, api_version)
-                items.extend(page)
-                on_page(page)
-                if last:
-                    return items
-        finally:
-            ahead.stop()
+                doc = ahead.result() if ahead is not None else self.get(path, query(token))
 
     # --- discovery ----------------------------------------------------------------------------------------
     def group_versions(self, group: str) -> list[str]:
@@ -378,83 +366,6 @@ class KubeClient:
         raise KueueNotInstalled(
             f"this cluster serves kueue.x-k8s.io {', '.join(served)}; kueuediag reads "
             f"{' or '.join(KUEUE_VERSION_PREFERENCE)} (Kueue v0.9 or newer)")
-
-
-PAGES_AHEAD = 3
-"""raw pages a paginated LIST may hold fetched but not yet decoded (each at most `page_size` items)"""
-_LIST_HEAD = re.compile(rb'\s*\{\s*(?:"(?:kind|apiVersion)"\s*:\s*"[^"\\{}]*"\s*,\s*)*"metadata"\s*:\s*(\{[^{}]*\})')
-"""a List answer's opening as API servers write it: kind and apiVersion (plain strings), then the ListMeta"""
-
-
-def list_metadata(body: bytes) -> dict[str, Any] | None:
-    """The ListMeta (``continue``, ``resourceVersion``) of a LIST answer, read from its first bytes only; None
-    when the answer does not open with it (the caller then decodes the whole body to find the token)."""
-    m = _LIST_HEAD.match(body, 0, 8192)
-    if m is None:
-        return None
-    try:
-        meta = jsonload.loads(m.group(1))
-    except ValueError:
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
-class _PagesAhead:
-    """Fetches a paginated LIST's pages on a worker thread, each next request sent as soon as the previous
-    answer's continue token is read from its first bytes, so the server prepares page N+1 while the caller
-    decodes and processes page N (the token no longer waits for the whole page to be decoded).
-
-    At most `PAGES_AHEAD` fetched pages wait for the caller. Errors (410 Expired, the deadline, a 403) reach the
-    caller in page order, after the pages fetched before them. A body that is not JSON is fetched again with
-    `KubeClient.get`'s retries, by whichever thread finds it out."""
-
-    def __init__(self, client: KubeClient, path: str, query: Callable[[str | None], list[tuple[str, str]]]) -> None:
-        self._client = client
-        self._path = path
-        self._query = query
-        self._ready: queue.Queue[tuple[bytes | dict[str, Any] | BaseException, list[tuple[str, str]], bool]] = (
-            queue.Queue(maxsize=PAGES_AHEAD))
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._fetch, name="kueuediag-list-pages", daemon=True)
-        self._thread.start()
-
-    def _fetch(self) -> None:
-        token: str | None = None
-        try:
-            while not self._stopped.is_set():
-                q = self._query(token)
-                body = self._client.get_raw(self._path, q).body
-                meta = list_metadata(body)
-                page: bytes | dict[str, Any] = body
-                if meta is None:  # no ListMeta up front: decode here to learn the token
-                    page = self._client._document(self._path, q, body)
-                    meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else None
-                token = str((meta or {}).get("continue") or "") or None
-                self._put((page, q, token is None))
-                if token is None:
-                    return
-        except BaseException as exc:  # handed to the caller, in page order
-            self._put((exc, [], True))
-
-    def _put(self, entry: tuple[bytes | dict[str, Any] | BaseException, list[tuple[str, str]], bool]) -> None:
-        while not self._stopped.is_set():
-            try:
-                self._ready.put(entry, timeout=0.2)
-                return
-            except queue.Full:
-                continue
-
-    def next_page(self) -> tuple[dict[str, Any], bool]:
-        """The next page's decoded answer and whether it is the last one; raises what fetching it raised."""
-        page, q, last = self._ready.get()
-        if isinstance(page, BaseException):
-            raise page
-        if isinstance(page, bytes):
-            page = self._client._document(self._path, q, page)
-        return page, last
-
-    def stop(self) -> None:
-        self._stopped.set()
 
 
 def _page_items(doc: dict[str, Any], kind: str | None, api_version: str | None) -> list[dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from kueuediag.live.kube import (
     KubeError,
     KueueNotInstalled,
     Response,
-    list_metadata,
 )
 from tests.live.apiserver import Fault
 from tests.live.conftest import ServerFactory
@@ -218,79 +216,3 @@ def test_on_page_overlaps_with_fetching_the_next_page() -> None:
     assert all(i["kind"] == "Pod" and i["apiVersion"] == "v1" for i in items)
     assert seen == [(["a"], True), (["b"], True), (["c"], True)]
 
-
-
-def _list_body(names: list[str], token: str | None, *, truncate: int = 0) -> bytes:
-    """A LIST answer laid out as API servers write it: kind, apiVersion, the ListMeta, then the items (`truncate`:
-    cut off that many bytes into the items)."""
-    meta = {"resourceVersion": "7", **({"continue": token} if token else {})}
-    body = json.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": meta,
-                       "items": [{"metadata": {"name": n}} for n in names]}).encode()
-    return body[:body.index(b'"items"') + truncate] if truncate else body
-
-
-def test_list_metadata_is_read_from_the_opening_only() -> None:
-    assert list_metadata(_list_body(["a"], "eyJzIjo1MDB9")) == {"resourceVersion": "7", "continue": "eyJzIjo1MDB9"}
-    # what a real API server sends (Go escapes '=' in base64 tokens as \u003d); the rest may be cut off
-    go = b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"eyJ9\\u003d",' \
-         b'"remainingItemCount":3},"items":[{"metadata":{"na'
-    assert list_metadata(go) == {"resourceVersion": "9", "continue": "eyJ9=", "remainingItemCount": 3}
-    assert list_metadata(_list_body(["a"], None, truncate=5)) == {"resourceVersion": "7"}
-    # not at the opening, or not the API server's layout: unknown (the page is then decoded whole)
-    for body in (b'{"items":[],"metadata":{"continue":"t"}}', b'{"kind":{"x":1},"metadata":{"continue":"t"}}',
-                 b'{"kind":"PodList","metadata":{"continue":"t","x":{"y":1}}}', b"[]", b"",
-                 b'{"kind":"PodList","metadata":{"continue":"t}'):
-        assert list_metadata(body) is None, body
-
-
-def test_pages_are_requested_ahead_while_the_caller_processes_one() -> None:
-    """The request for page N+2 is sent while `on_page` still processes page N (the next request goes out as
-    soon as the previous answer's token is read), every page reaches `on_page` once and in order, and a page
-    whose body was cut off after its ListMeta is fetched again."""
-    import threading
-
-    tokens = [None, "t1", "t2", "t3"]
-    asked: dict[str | None, threading.Event] = {t: threading.Event() for t in tokens}
-    cut_once = {"t2"}
-
-    def transport(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
-        token = dict(query).get("continue")
-        asked[token].set()
-        i = tokens.index(token)
-        following = tokens[i + 1] if i + 1 < len(tokens) else None
-        body = _list_body([f"p{i}a", f"p{i}b"], following, truncate=12 if token in cut_once else 0)
-        cut_once.discard(token or "")
-        return Response(200, {}, body)
-
-    seen: list[list[str]] = []
-    ahead: list[bool] = []
-
-    def on_page(page: list[dict[str, Any]]) -> None:
-        seen.append([p["metadata"]["name"] for p in page])
-        if len(seen) == 1:
-            ahead.append(asked["t2"].wait(5))  # page 3 asked for while page 1 is being processed
-
-    c = KubeClient(transport, sleep=Sleeps())
-    items = c.list_items("/api/v1/pods", on_page=on_page)
-    assert ahead == [True]
-    assert seen == [["p0a", "p0b"], ["p1a", "p1b"], ["p2a", "p2b"], ["p3a", "p3b"]]
-    assert [i["metadata"]["name"] for i in items] == [n for page in seen for n in page]
-    assert all(i["kind"] == "Pod" and i["apiVersion"] == "v1" for i in items)
-    # the cut page was asked for twice, every other page once
-    assert sorted(r.path for r in c.log).count("/api/v1/pods?limit=500&continue=t2") == 2
-    assert len(c.log) == 5
-
-
-def test_an_error_ahead_reaches_the_caller_after_the_pages_before_it() -> None:
-    """A failure on page 2 (here a 403) is raised only after page 1 went through `on_page`, as when the pages
-    were fetched one by one; the LIST's items up to it were handed over."""
-    def transport(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
-        if dict(query).get("continue"):
-            return Response(403, {}, b'{"kind":"Status","message":"no"}')
-        return Response(200, {}, _list_body(["a", "b"], "t1"))
-
-    seen: list[list[str]] = []
-    with pytest.raises(Forbidden):
-        KubeClient(transport, sleep=Sleeps()).list_items(
-            "/api/v1/pods", on_page=lambda page: seen.append([p["metadata"]["name"] for p in page]))
-    assert seen == [["a", "b"]]
