@@ -28,6 +28,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from kueuediag.memo import remember
 from kueuediag.snapshot.held import LAST_APPLIED
 
 REDACTED = "<redacted>"
@@ -64,9 +65,7 @@ def _may_hold_secret(text: str) -> bool:
         return _TRIGGER.search(text) is not None
     hit = _TRIGGER_MEMO.get(text)
     if hit is None:
-        if len(_TRIGGER_MEMO) >= _TRIGGER_MEMO_MAX:
-            _TRIGGER_MEMO.clear()
-        hit = _TRIGGER_MEMO[text] = _TRIGGER.search(text) is not None
+        hit = remember(_TRIGGER_MEMO, text, _TRIGGER.search(text) is not None, _TRIGGER_MEMO_MAX)
     return hit
 
 
@@ -131,9 +130,7 @@ def _arg_rule(arg: str) -> tuple[bool, str, bool]:
     else:
         hit = (arg.startswith("-"), scrub_text(arg), False)
     if len(arg) <= _TRIGGER_MEMO_LEN:
-        if len(_ARG_MEMO) >= _TRIGGER_MEMO_MAX:
-            _ARG_MEMO.clear()
-        _ARG_MEMO[arg] = hit
+        remember(_ARG_MEMO, arg, hit, _TRIGGER_MEMO_MAX)
     return hit
 
 

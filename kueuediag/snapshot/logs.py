@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from kueuediag import jsonload
+from kueuediag.memo import remember
 from kueuediag.models import Patch, make
 from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import labels, meta
@@ -352,11 +353,8 @@ class _PerFile:
     run once per set, not once per line)."""
 
     _MAX = 65536
-    """distinct keys each table remembers; a file with more keeps the ones it has and works out the rest line by
-    line (memory stays bounded). Not cleared and started again: a log names its objects round after round (every
-    scheduling cycle names the pending heads again), so a table that forgets everything when full would miss on
-    every line once the distinct keys outnumber it — a log naming ~10,000 Workloads (the benchmark at twice the
-    full size) read each reference ~20 times over with the old bound of 8,192 and clearing."""
+    """distinct keys each table remembers (:func:`kueuediag.memo.remember`: a file with more keeps the ones it has
+    and works out the rest line by line)"""
 
     def __init__(self) -> None:
         self._cores: dict[tuple[str | None | msgspec.UnsetType, ...], _Core] = {}
@@ -369,9 +367,7 @@ class _PerFile:
         key = (level, logger, caller, msg)
         got = self._cores.get(key)
         if got is None:
-            got = _core(level, logger, caller, msg)
-            if len(self._cores) < self._MAX:
-                self._cores[key] = got
+            got = remember(self._cores, key, _core(level, logger, caller, msg), self._MAX)
         return got
 
     def of_fields(self, fields: Mapping[str, Any], logger: str) -> _Named:
@@ -389,9 +385,7 @@ class _PerFile:
         if named is None:
             fields = {k: jsonload.loads(memoryview(v)) for k, v in zip(_HEAD_REF_KEYS, values, strict=True)
                       if len(v)}
-            named = self.of_fields(fields, logger)
-            if len(self._by_head) < self._MAX:
-                self._by_head[key] = named
+            named = remember(self._by_head, key, self.of_fields(fields, logger), self._MAX)
         return named
 
 
