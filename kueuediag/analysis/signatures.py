@@ -466,13 +466,9 @@ def signature_hits(snap: Snapshot) -> list[SignatureHit]:
     return snap.memo("log-signature-hits", lambda: scan(log_lines(snap)))
 
 
-def hits_concerning(snap: Snapshot, workload: str, cluster_queue: str | None) -> list[SignatureHit]:
-    """The hits (in `signature_hits` order) that may name a Workload called `workload` or `cluster_queue`, and
-    every hit not grouped per workload; the other hits cannot be about the target or its ClusterQueue.
-
-    Per-workload signatures give one hit per Workload: looking at this subset instead of all of them keeps a
-    target's cost independent of how many other Workloads the logs mention (`health --all-pending`).
-    """
+def hits_concerning_index(snap: Snapshot) -> tuple[dict[str, list[int]], dict[str, list[int]], list[int]]:
+    """`signature_hits` by index: those grouped per Workload by the Workload names and by the ClusterQueues their
+    lines name, and every other one (memoised; what `hits_concerning` picks from)."""
 
     def build() -> tuple[dict[str, list[int]], dict[str, list[int]], list[int]]:
         by_workload: dict[str, list[int]] = defaultdict(list)
@@ -488,7 +484,18 @@ def hits_concerning(snap: Snapshot, workload: str, cluster_queue: str | None) ->
                 by_cq[cq].append(i)
         return dict(by_workload), dict(by_cq), always
 
-    by_workload, by_cq, always = snap.memo("log-signature-hits-by-name", build)
+    return snap.memo("log-signature-hits-by-name", build)
+
+
+def hits_concerning(snap: Snapshot, workload: str, cluster_queue: str | None) -> list[SignatureHit]:
+    """The hits (in `signature_hits` order) that may name a Workload called `workload` or `cluster_queue`, and
+    every hit not grouped per workload; the other hits cannot be about the target or its ClusterQueue.
+
+    Per-workload signatures give one hit per Workload: looking at this subset instead of all of them keeps a
+    target's cost independent of how many other Workloads the logs mention (`health --all-pending`).
+    """
+
+    by_workload, by_cq, always = hits_concerning_index(snap)
     hits = signature_hits(snap)
     picked = set(always) | set(by_workload.get(workload, ()))
     if cluster_queue is not None:

@@ -6,6 +6,8 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 
+from kueuediag import log_side
+from kueuediag.analysis.guarantees import guarantee_violations
 from kueuediag.analysis.installation import kueue_version
 from kueuediag.check import Check
 from kueuediag.config import Settings
@@ -28,6 +30,7 @@ from kueuediag.health.scope import scope_of
 from kueuediag.health.stuck import known_issue_items, system_items, workload_items
 from kueuediag.health.workers import HeadPool, HeadSink
 from kueuediag.snapshot.model import Part, Snapshot
+from kueuediag.split_runs import split_jobs
 
 _REQUIRES: dict[str, tuple[Part, ...]] = {
     "guarantee-violation": (Part.WORKLOADS, Part.QUEUES),
@@ -82,10 +85,12 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
         else:
             runnable.add(h.id)
     report.checks_run = [h.id for h in HEALTH_CHECKS if h.id in runnable]
+    # The controller log is parsed and scanned in a child forked now (:mod:`kueuediag.log_side`), while this
+    # process works out each queue's order and the cluster's violation pass, which do not read it: the report's
+    # sections and the first ClusterQueue (which works out what the workers inherit) then find both done.
+    side = log_side.start(snap) if snap.logs_text and split_jobs(snap, jobs) >= 2 else None
     queue_heads = QueueHeads(snap, scope, classes, sel.why_settings, all_pending)
     pool = None
-    if "pending-heads" in runnable and not keep_verdicts:
-        pool = _pool(queue_heads, sorted(scope.cluster_queues), sink, jobs)
 
     def timed(name: str, fn: Callable[[], None]) -> None:
         t0 = time.perf_counter()
@@ -137,12 +142,23 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
                 report.heads.append(head)
 
     try:
+        plan = _plan(queue_heads, sorted(scope.cluster_queues), jobs) \
+            if "pending-heads" in runnable and not keep_verdicts else None
+        if side is not None:
+            _violations_ahead(snap)
+            log_side.install(snap, side.result())
+            side.stop()
+        if plan is not None:  # the first ClusterQueue is diagnosed here, then the workers are forked
+            busy, workers = plan
+            pool = HeadPool(busy, lambda cq: diagnosed(queue_heads, sink, cq), workers, sink)
         timed("queues", queues)
         timed("flavors", flavors)
         timed("rates", rates)
         timed("stuck", stuck)
         timed("heads", heads)
     finally:
+        if side is not None:
+            side.stop()
         if pool is not None:
             pool.close()
     return report
@@ -157,17 +173,28 @@ def diagnosed(queue_heads: QueueHeads, sink: HeadSink | None, cq: str,
         yield (head if keep_verdicts else dataclasses.replace(head, verdict=None)), head_item(head, head.verdict), text
 
 
-def _pool(queue_heads: QueueHeads, queues: list[str], sink: HeadSink | None, jobs: int | None) -> HeadPool | None:
-    """Fork the workers now (before any analysis: each works out what its heads need, as `why` would), or None
-    when one process will do (one job, no fork, fewer than two queues with heads, too few heads for `None`)."""
+def _violations_ahead(snap: Snapshot) -> None:
+    """The cluster's violation pass (KD101's and the quota section's, memoised), worked out while the log child
+    runs. It is pure, so working it out early changes nothing; if it fails, it fails again where it is used
+    (nothing is memoised), as it would have."""
+    try:
+        guarantee_violations(snap)
+    except Exception:  # noqa: BLE001, S110 - reported where it is used, not here
+        pass
+
+
+def _plan(queue_heads: QueueHeads, queues: list[str], jobs: int | None) -> tuple[list[str], int] | None:
+    """The ClusterQueues with heads and how many processes share them, or None when one process will do (one
+    job, no fork, fewer than two queues with heads, too few heads for `None`). Each queue's order is worked out
+    here, before any fork, and inherited by every worker."""
     wanted = auto_jobs() if jobs is None else jobs
     if wanted < 2 or not can_fork():
         return None
-    try:  # each queue's order, worked out once here and inherited by every worker
+    try:
         counts = {cq: len(queue_heads.entries(cq)) for cq in queues}
     except KueuediagError:
         return None  # the serial scan reports it where it arises, after the heads before it
     busy = [cq for cq in queues if counts[cq]]
     if len(busy) < 2 or (jobs is None and sum(counts.values()) < AUTO_JOBS_MIN_HEADS):
         return None
-    return HeadPool(busy, lambda cq: diagnosed(queue_heads, sink, cq), min(wanted, len(busy)), sink)
+    return busy, min(wanted, len(busy))

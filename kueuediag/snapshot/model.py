@@ -291,6 +291,10 @@ class Snapshot:
             result = self._memo[key] = compute()
         return result
 
+    def has_memo(self, key: Any) -> bool:
+        """Whether `memo` holds `key` already (a value worked out elsewhere is installed only where nothing was)."""
+        return key in self._memo
+
     # --- parts -------------------------------------------------------------------------------------------
     def part_unavailable(self, part: Part) -> str | None:
         """Why `part` cannot be used, or None when it is present. The engine asks it for every check run (~16 a
