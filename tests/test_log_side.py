@@ -1,4 +1,4 @@
-"""The controller log's analyses handed back by a child (`kueuediag.log_side`) equal the ones parsed here.
+"""The controller log's analyses handed back by a child (`kueuediag.health.log_side`) equal the ones parsed here.
 
 `health` parses and scans the log in a forked child and installs the lines, the signature hits and their index
 by name that the child sends in a compact form. A head's findings read those lines' every field (times, texts,
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from kueuediag import log_side
 from kueuediag.analysis.signatures import hits_concerning_index, signature_hits
+from kueuediag.health import log_side
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.logs import LogLine, log_lines, parse_log_line
 from kueuediag.snapshot.model import Snapshot

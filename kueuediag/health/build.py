@@ -6,13 +6,13 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-from kueuediag import log_side
 from kueuediag.analysis.guarantees import guarantee_violations
 from kueuediag.analysis.installation import kueue_version
 from kueuediag.check import Check
 from kueuediag.config import Settings
 from kueuediag.cores import auto_jobs, can_fork
 from kueuediag.errors import KueuediagError
+from kueuediag.health import log_side
 from kueuediag.health.catalog import HEALTH_CHECKS, select_health
 from kueuediag.health.flavors import flavor_rows, fragmentation_items
 from kueuediag.health.heads import QueueHeads, head_item
@@ -85,7 +85,7 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
         else:
             runnable.add(h.id)
     report.checks_run = [h.id for h in HEALTH_CHECKS if h.id in runnable]
-    # The controller log is parsed and scanned in a child forked now (:mod:`kueuediag.log_side`), while this
+    # The controller log is parsed and scanned in a child forked now (:mod:`kueuediag.health.log_side`), while this
     # process works out each queue's order and the cluster's violation pass, which do not read it: the report's
     # sections and the first ClusterQueue (which works out what the workers inherit) then find both done.
     side = log_side.start(snap) if snap.logs_text and split_jobs(snap, jobs) >= 2 else None

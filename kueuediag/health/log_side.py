@@ -65,7 +65,7 @@ def handover(snap: Snapshot) -> Handover | None:
     columns = [list(map(attrgetter(name), lines)) for name in _COLUMNS]
     columns[_TS] = [(ts - _EPOCH) // _MICROSECOND if ts is not None and ts.tzinfo is UTC else ts
                     for ts in columns[_TS]]  # a time in UTC as microseconds since the epoch: exact, and small
-    position = dict(zip(map(id, lines), range(len(lines)))).__getitem__
+    position = dict(zip(map(id, lines), range(len(lines)), strict=True)).__getitem__
     sent_hits = [(h.signature.id, h.key, list(map(position, map(id, h.lines)))) for h in hits]
     return columns, sent_hits, index
 
