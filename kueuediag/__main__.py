@@ -1,3 +1,3 @@
-from kueuediag.cli import main
+from kueuediag.console import main
 
 main()

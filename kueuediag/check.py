@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from kueuediag.causes import Cause, register_cause
 from kueuediag.causes import cause as lookup_cause
-from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Fix, Severity, make
+from kueuediag.models import CheckResult, Confidence, Contribution, Evidence, Finding, Fix, Severity
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
 
@@ -121,9 +121,7 @@ class Check(ABC):
     ) -> Finding:
         """Build a Finding stamped with this check's code; remediation defaults to the cause catalog's."""
         c = lookup_cause(cause)
-        return make(
-            Finding,
-            code=self.code,
+        return Finding(code=self.code,
             check=self.name,
             cause=cause,
             title=title,
@@ -168,9 +166,7 @@ class Check(ABC):
     ) -> Contribution:
         """Evidence for a cause another check owns: the engine folds it into the owner's finding."""
         lookup_cause(cause)
-        return make(
-            Contribution,
-            cause=cause, title=title, message=message,
+        return Contribution(cause=cause, title=title, message=message,
             severity=self.default_severity if severity is None else severity, confidence=confidence,
             evidence=tuple(evidence), remediation=tuple(remediation), about_target=about_target,
             data=dict(data or {}),
@@ -184,7 +180,7 @@ class Check(ABC):
 
 def as_contribution(f: Finding) -> Contribution:
     """The contribution a finding stands for when its cause belongs to another check."""
-    return make(Contribution, cause=f.cause, title=f.title, message=f.message, severity=f.severity,
+    return Contribution(cause=f.cause, title=f.title, message=f.message, severity=f.severity,
                 confidence=f.confidence, evidence=f.evidence, remediation=f.remediation,
                 about_target=f.about_target, data=dict(f.data))
 

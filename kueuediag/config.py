@@ -16,12 +16,9 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kueuediag.errors import InputError, shown
 from kueuediag.models import Severity
 from kueuediag.records import dataclass
-from kueuediag.yamlload import safe_load
 
 ENV_PREFIX = "KUEUEDIAG_"
 
@@ -212,6 +209,10 @@ def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
 
 
 def _read_yaml_config(path: Path) -> dict[str, Any]:
+    import yaml  # only for a .kueuediag.yaml: a run without one imports no YAML reader
+
+    from kueuediag.yamlload import safe_load
+
     try:
         data = safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:

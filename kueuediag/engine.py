@@ -21,6 +21,7 @@ from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
 from kueuediag.errors import InputError, KueuediagError, MalformedObject
 from kueuediag.fixes import first_fix, verify
+from kueuediag.frozen import assemble
 from kueuediag.merge import merge_runs
 from kueuediag.models import (
     CheckResult,
@@ -33,8 +34,6 @@ from kueuediag.models import (
     RankedFinding,
     Verdict,
     WorkloadInfo,
-    assemble,
-    make,
     replaced,
 )
 from kueuediag.ranking import rank, sort_key, verdict_cause
@@ -97,7 +96,7 @@ def _assembles_runs(cls: type[Check]) -> bool:
     whose class fields validate as a run's (checked here, once per class). A plugin's run is validated."""
     if not is_builtin(cls):
         return False
-    make(CheckRun, **_run_fields(cls), outcome=Outcome.NOT_APPLICABLE)  # raises if the class fields do not validate
+    CheckRun(**_run_fields(cls), outcome=Outcome.NOT_APPLICABLE)  # raises if the class fields do not validate
     return True
 
 
@@ -107,12 +106,12 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
     for part in check.requires:
         why = snap.part_unavailable(part)
         if why:
-            return make(CheckRun, **base, outcome=Outcome.COULD_NOT_CHECK, input=part.value, reason=why)
+            return CheckRun(**base, outcome=Outcome.COULD_NOT_CHECK, input=part.value, reason=why)
     if check.needs_workload and target.workload is None:
         if target.workload_unknown:  # its collection failed: unknown, not absent
-            return make(CheckRun, **base, outcome=Outcome.COULD_NOT_CHECK, input="workloads",
+            return CheckRun(**base, outcome=Outcome.COULD_NOT_CHECK, input="workloads",
                         reason=f"the target's Workload could not be read ({target.workload_unknown})")
-        return make(CheckRun, **base, outcome=Outcome.NOT_APPLICABLE, reason="no Workload exists for this target")
+        return CheckRun(**base, outcome=Outcome.NOT_APPLICABLE, reason="no Workload exists for this target")
     start = time.perf_counter()
     try:
         result = as_result(check.run(snap, target))
@@ -128,7 +127,7 @@ def run_check(check: Check, snap: Snapshot, target: Target) -> CheckRun:
     except InputError as exc:  # another unreadable input (metrics file, Kueue configuration): this check only
         result = CheckResult.could_not_check("snapshot input", str(exc))
     except Exception as exc:  # isolation: one broken check must not break the diagnosis
-        result = make(CheckResult, outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}")
+        result = CheckResult(outcome=Outcome.ERRORED, reason=f"{type(exc).__name__}: {exc}")
     elapsed = (time.perf_counter() - start) * 1000
     # a CheckResult's fields are its __dict__ (no extras: the models forbid them), read without pydantic's iterator
     got = result.__dict__
@@ -162,7 +161,7 @@ def as_result(returned: CheckResult | list[Finding]) -> CheckResult:
         return returned
     if returned:
         return CheckResult.fired(returned)
-    return make(CheckResult, outcome=Outcome.ERRORED, reason=EMPTY_LIST)
+    return CheckResult(outcome=Outcome.ERRORED, reason=EMPTY_LIST)
 
 
 EMPTY_LIST = ("returned an empty list, which says nothing about what was looked at: return "
@@ -213,18 +212,17 @@ def workload_info(snap: Snapshot, target: Target) -> WorkloadInfo:
     w = target.workload
     owner = None
     if target.owner is not None:
-        owner = make(ObjectRef, kind=target.owner.get("kind", "?"), name=meta(target.owner).get("name", "?"),
+        owner = ObjectRef(kind=target.owner.get("kind", "?"), name=meta(target.owner).get("name", "?"),
                      namespace=meta(target.owner).get("namespace"))
     if w is None:
-        return make(WorkloadInfo, namespace=target.namespace, name=None, owner=owner,
+        return WorkloadInfo(namespace=target.namespace, name=None, owner=owner,
                     local_queue=target.local_queue, cluster_queue=None,
                     state=WorkloadState.UNKNOWN if target.workload_unknown else WorkloadState.NOT_MANAGED)
     pending = None
     if w.state in (WorkloadState.PENDING, WorkloadState.QUOTA_RESERVED):
         since = w.queue_order_time
         pending = snap.age_seconds(since)
-    return make(
-        WorkloadInfo, namespace=w.namespace, name=w.name, owner=owner, local_queue=w.queue_name,
+    return WorkloadInfo(namespace=w.namespace, name=w.name, owner=owner, local_queue=w.queue_name,
         cluster_queue=target.cluster_queue(snap), state=w.state,
         pending_seconds=round(pending, 1) if pending is not None else None, priority=w.priority,
     )
@@ -259,8 +257,7 @@ def diagnose(snap: Snapshot, target: Target, classes: Sequence[type[Check]], set
     blind = blind_spots(ranked, runs)
     if is_incomplete(ranked, blind):  # a context finding is never the answer while relevant checks were blind
         cause, layer = "unknown", Layer.NONE
-    return make(
-        Verdict, workload=info, cause=cause, layer=layer, headline=headline(ranked, info, blind),
+    return Verdict(workload=info, cause=cause, layer=layer, headline=headline(ranked, info, blind),
         findings=tuple(ranked), runs=tuple(runs),
         captured_at=snap.memo(("captured-at", snap.now), lambda: snap.now.strftime("%Y-%m-%dT%H:%M:%SZ")),
         snapshot_errors=tuple(f"{what}: {err}" for what, err in snap.manifest.errors),

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from kueuediag.models import Finding, Fix, FixStatus, Patch, make, replaced
+from kueuediag.models import Finding, Fix, FixStatus, Patch, replaced
 from kueuediag.snapshot.held import Held
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.snapshot.reader import RawSnapshot
@@ -110,7 +110,7 @@ def parse_command(cmd: str) -> Patch | None:
                                 for i, m in zip(items, metas, strict=True)):
             return None
         first = items[0]["metadata"]
-        return make(Patch, kind=str(items[0]["kind"]), name=",".join(str(i["metadata"]["name"]) for i in items),
+        return Patch(kind=str(items[0]["kind"]), name=",".join(str(i["metadata"]["name"]) for i in items),
                     namespace=first.get("namespace"), create=obj)
     try:
         words = shlex.split(cmd)
@@ -134,7 +134,7 @@ def parse_command(cmd: str) -> Patch | None:
     if kind is None or "/" in name or name.startswith("-"):
         return None
     if verb == "delete":
-        return make(Patch, kind=kind, name=name, namespace=ns, delete=True,
+        return Patch(kind=kind, name=name, namespace=ns, delete=True,
                     flags=tuple(a for a in args if a.startswith("--")))
     if verb in ("label", "annotate"):
         field = "labels" if verb == "label" else "annotations"
@@ -149,7 +149,7 @@ def parse_command(cmd: str) -> Patch | None:
                 changes[key] = value
             else:
                 return None
-        return make(Patch, kind=kind, name=name, namespace=ns, merge={"metadata": {field: changes}}) \
+        return Patch(kind=kind, name=name, namespace=ns, merge={"metadata": {field: changes}}) \
             if changes else None
     if verb == "patch" and "--type" in args and "-p" in args:
         kind_of_patch = args[args.index("--type") + 1] if args.index("--type") + 1 < len(args) else ""
@@ -158,9 +158,9 @@ def parse_command(cmd: str) -> Patch | None:
         except (ValueError, IndexError):
             return None
         if kind_of_patch == "merge" and isinstance(body, dict):
-            return make(Patch, kind=kind, name=name, namespace=ns, merge=body)
+            return Patch(kind=kind, name=name, namespace=ns, merge=body)
         if kind_of_patch == "json" and isinstance(body, list):
-            return make(Patch, kind=kind, name=name, namespace=ns, json_ops=tuple(body))
+            return Patch(kind=kind, name=name, namespace=ns, json_ops=tuple(body))
     return None
 
 
@@ -183,16 +183,16 @@ def classify(text: str) -> Fix:
     text = text[:1].upper() + text[1:]
     patch = parse_command(cmd) if cmd and changes else None
     if patch is not None:
-        return make(Fix, text=text, command=cmd, patch=patch, status=FixStatus.UNVERIFIED, stop_gap=stop_gap)
+        return Fix(text=text, command=cmd, patch=patch, status=FixStatus.UNVERIFIED, stop_gap=stop_gap)
     unsimulated = sorted(verbs & UNSIMULATED.keys())
     if changes and (stop_gap or unsimulated):
-        return make(Fix, text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True,
+        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True,
                     reason=UNSIMULATED[unsimulated[0]] if unsimulated else RELIEF)
     if changes and cmd is not None:
-        return make(Fix, text=text, command=cmd, status=FixStatus.UNVERIFIED, stop_gap=stop_gap)
+        return Fix(text=text, command=cmd, status=FixStatus.UNVERIFIED, stop_gap=stop_gap)
     if stop_gap:
-        return make(Fix, text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True, reason=RELIEF)
-    return make(Fix, text=text, command=cmd if not changes else None, status=FixStatus.ADVICE)
+        return Fix(text=text, command=cmd, status=FixStatus.STOP_GAP, stop_gap=True, reason=RELIEF)
+    return Fix(text=text, command=cmd if not changes else None, status=FixStatus.ADVICE)
 
 
 ADMIN_CHOICES = {

@@ -22,14 +22,12 @@ from collections.abc import Sequence
 
 from kueuediag.causes import cause
 from kueuediag.check import DOCS_BASE
-from kueuediag.models import CheckRun, Confidence, Contribution, Finding, Outcome, make, replaced
+from kueuediag.models import CheckRun, Confidence, Contribution, Finding, Outcome, replaced
 
 
 def contribution_finding(code: str, check: str, c: Contribution) -> Finding:
     """The finding a contribution stands for when its cause's owner did not fire."""
-    return make(
-        Finding,
-        code=code, check=check, cause=c.cause, title=c.title, message=c.message, severity=c.severity,
+    return Finding(code=code, check=check, cause=c.cause, title=c.title, message=c.message, severity=c.severity,
         confidence=c.confidence, evidence=c.evidence, remediation=c.remediation or (cause(c.cause).remediation,),
         docs=f"{DOCS_BASE}/{code}.md",
         about_target=c.about_target, data=dict(c.data),

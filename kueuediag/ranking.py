@@ -15,7 +15,7 @@ headline says it explains the violation. Only when nothing explains it does ``gu
 from __future__ import annotations
 
 from kueuediag.causes import BY_SLUG, CAUSES, TIER_ORDER, Tier
-from kueuediag.models import Finding, Layer, RankedFinding, Severity, make
+from kueuediag.models import Finding, Layer, RankedFinding, Severity
 
 _CATALOG_POS = {c.slug: i for i, c in enumerate(CAUSES)}  # plugin causes sort after the built-in ones
 
@@ -32,7 +32,7 @@ def sort_key(f: Finding) -> tuple[int, int, int, int, int, str]:
 
 def rank(findings: list[Finding]) -> list[RankedFinding]:
     ordered = sorted(findings, key=sort_key)
-    return [make(RankedFinding, rank=i + 1, layer=BY_SLUG[f.cause].layer, finding=f) for i, f in enumerate(ordered)]
+    return [RankedFinding(rank=i + 1, layer=BY_SLUG[f.cause].layer, finding=f) for i, f in enumerate(ordered)]
 
 
 def verdict_cause(ranked: list[RankedFinding]) -> tuple[str, Layer]:

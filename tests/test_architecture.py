@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = [p for p in (ROOT / "kueuediag").rglob("*.py")
-        if "cli" not in p.relative_to(ROOT / "kueuediag").parts and p.name != "__main__.py"]
+        if "cli" not in p.relative_to(ROOT / "kueuediag").parts and p.name not in ("__main__.py", "console.py")]
 CHECKS = list((ROOT / "checks" / "kueuediag_checks").glob("*.py"))
 
 
@@ -93,6 +93,7 @@ LAYERS = ("base", "snapshot", "analysis", "checks", "engine", "cli")
 _BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("kueuediag.cli", "cli"),
     ("kueuediag.__main__", "cli"),
+    ("kueuediag.console", "cli"),  # the console entries: the collector paused, then the CLI
     ("kueuediag.engine", "engine"),
     ("kueuediag.merge", "engine"),
     ("kueuediag.fixes", "engine"),

@@ -11,6 +11,7 @@ from kueuediag.check import Check, CouldNotCheck, NotApplicable
 from kueuediag.config import Settings
 from kueuediag.engine import EMPTY_LIST, diagnose, drop_ignored, matches, run_check, select_checks
 from kueuediag.errors import InputError
+from kueuediag.frozen import FrozenInstanceError
 from kueuediag.models import CheckResult, CheckRun, Confidence, Finding, Outcome, Severity, ev
 from kueuediag.ranking import rank
 from kueuediag.snapshot.loader import load_snapshot
@@ -277,33 +278,35 @@ def test_verdict_confidence_drops_when_relevant_inputs_are_unseen(basic: tuple[S
     {"kind": "Node", "name": ""},
 ])
 def test_ev_assembled_from_plain_strings_equals_the_validated_model(kwargs: dict[str, str]) -> None:
-    """ev() skips validation when every value already is a plain str: the result is the very model validation
-    builds (equal, same dump, same hash and repr, still frozen)."""
+    """ev() skips every check when every value already is a plain str: the result is the very record pydantic's
+    validation builds (equal, same dump, same hash and repr, still frozen)."""
+    from kueuediag.frozen import validated
     from kueuediag.models import Evidence, ObjectRef
 
     fast = ev("derived", "seen", **kwargs)
-    ref = (ObjectRef(kind=kwargs["kind"], name=kwargs["name"], namespace=kwargs.get("namespace"))
+    ref = (validated(ObjectRef, {"kind": kwargs["kind"], "name": kwargs["name"],
+                                 "namespace": kwargs.get("namespace")})
            if kwargs.get("kind") and kwargs.get("name") else None)
-    slow = Evidence(source="derived", ref=ref, field=kwargs.get("field"), observed="seen",
-                    expected=kwargs.get("expected"))
+    slow = validated(Evidence, {"source": "derived", "ref": ref, "field": kwargs.get("field"), "observed": "seen",
+                                "expected": kwargs.get("expected")})
     assert fast == slow
     assert fast.model_dump() == slow.model_dump()
     assert list(fast.__dict__) == list(slow.__dict__)
     assert hash(fast) == hash(slow) and repr(fast) == repr(slow)
     assert fast.model_fields_set == slow.model_fields_set
-    with pytest.raises(Exception, match="frozen"):
+    with pytest.raises(FrozenInstanceError, match="frozen"):
         fast.observed = "changed"  # type: ignore[misc]
     again = ev("metric", "other", **kwargs)  # the same reference: one shared (frozen) ObjectRef
     assert again.ref is fast.ref and again.ref == slow.ref
 
 
 def test_ev_still_validates_other_values() -> None:
-    """A value that is not a plain str (a plugin passing a number) is validated as before and refused."""
+    """A value that is not a plain str (a plugin passing a number) is validated by pydantic and refused."""
     from pydantic import ValidationError
 
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="observed"):
         ev("derived", 3)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="name"):
         ev("derived", "seen", kind="Node", name=7)  # type: ignore[arg-type]
 
 
@@ -335,8 +338,9 @@ def test_owner_tables_follow_the_catalog(monkeypatch: pytest.MonkeyPatch) -> Non
 
 @pytest.mark.parametrize("fixture", ["basic", "frag-h100", "guarantee-violation", "queue-priority"])
 def test_builtin_runs_assembled_equal_validated_runs(fixture: str) -> None:
-    """A built-in check's run is assembled from its validated CheckResult without validating it again: every
-    run equals the CheckRun validation builds from the same values, field for field and in field order."""
+    """A built-in check's run is assembled from its CheckResult without checking it again: every run equals the
+    CheckRun pydantic's validation builds from the same values, field for field and in field order."""
+    from kueuediag.frozen import validated as check_validated
     from kueuediag.models import CheckRun
     from kueuediag.registry import discover
     from kueuediag.snapshot.kueue import workloads
@@ -346,7 +350,7 @@ def test_builtin_runs_assembled_equal_validated_runs(fixture: str) -> None:
     for w in workloads(snap)[:6]:
         verdict = diagnose(snap, resolve(snap, f"workload/{w.name}", w.namespace), discover(), Settings())
         for run in verdict.runs:
-            validated = CheckRun(**{name: getattr(run, name) for name in run.model_fields_set})
+            validated = check_validated(CheckRun, {name: getattr(run, name) for name in run.model_fields_set})
             assert run == validated and list(run.__dict__) == list(validated.__dict__), run.code
             assert run.model_dump() == validated.model_dump() and run.model_fields_set == validated.model_fields_set
             compared += 1
@@ -355,37 +359,40 @@ def test_builtin_runs_assembled_equal_validated_runs(fixture: str) -> None:
 
 def test_result_constructors_assemble_what_validation_builds() -> None:
     """CheckResult.ruled_out / could_not_check / not_applicable assemble the result when the values already have
-    their fields' types: equal to the validated result, same fields set; other values are still validated."""
+    their fields' types: equal to what pydantic's validation builds, same fields set; other values are validated."""
+    from kueuediag.frozen import validated
     from kueuediag.models import Evidence
 
     e1, e2 = ev("derived", "looked", kind="Node", name="n"), ev("metric", "fine", field="up")
     pairs = [
         (CheckResult.ruled_out(e1, e2, reason="why"),
-         CheckResult(outcome=Outcome.RULED_OUT, evidence=(e1, e2), reason="why")),
-        (CheckResult.ruled_out(e1), CheckResult(outcome=Outcome.RULED_OUT, evidence=(e1,), reason="")),
+         {"outcome": Outcome.RULED_OUT, "evidence": (e1, e2), "reason": "why"}),
+        (CheckResult.ruled_out(e1), {"outcome": Outcome.RULED_OUT, "evidence": (e1,), "reason": ""}),
         (CheckResult.could_not_check("metrics", "not collected"),
-         CheckResult(outcome=Outcome.COULD_NOT_CHECK, input="metrics", reason="not collected")),
+         {"outcome": Outcome.COULD_NOT_CHECK, "input": "metrics", "reason": "not collected"}),
         (CheckResult.could_not_check("", "no input named"),
-         CheckResult(outcome=Outcome.COULD_NOT_CHECK, input="", reason="no input named")),
-        (CheckResult.not_applicable("not pending"), CheckResult(outcome=Outcome.NOT_APPLICABLE, reason="not pending")),
+         {"outcome": Outcome.COULD_NOT_CHECK, "input": "", "reason": "no input named"}),
+        (CheckResult.not_applicable("not pending"), {"outcome": Outcome.NOT_APPLICABLE, "reason": "not pending"}),
     ]
-    for fast, slow in pairs:
+    for fast, values in pairs:
+        slow = validated(CheckResult, values)
         assert fast == slow and list(fast.__dict__) == list(slow.__dict__) and repr(fast) == repr(slow)
         assert fast.model_fields_set == slow.model_fields_set and fast.model_dump() == slow.model_dump()
-    # a dict is validated into an Evidence, as before; a wrong type is refused, as before
+    # a dict is validated into an Evidence; a wrong type is refused
     lax = CheckResult.ruled_out({"source": "derived", "observed": "x"})  # type: ignore[arg-type]
     assert lax.evidence == (Evidence(source="derived", observed="x"),)
     from pydantic import ValidationError
 
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="reason"):
         CheckResult.not_applicable(42)  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="evidence"):
         CheckResult.ruled_out("not evidence")  # type: ignore[arg-type]
 
 
 def test_replaced_equals_model_copy() -> None:
     """models.replaced (the engine's copy of a finding, run, ranked finding or fix with a few fields changed) builds
-    what pydantic's model_copy(update=...) builds: equal, same fields in the same order, same fields set, frozen."""
+    what pydantic's model_copy(update=...) builds: the updated values unvalidated, the other fields as they were,
+    in field order, the updated names added to the fields set; a new frozen record, the original untouched."""
     from kueuediag.models import (
         CheckRun,
         Finding,
@@ -409,9 +416,12 @@ def test_replaced_equals_model_copy() -> None:
         (fix, {"note": "ask the admin"}),
     ]
     for obj, update in cases:
+        before = dict(obj.__dict__)
         fast, slow = replaced(obj, **update), obj.model_copy(update=update)
         assert fast == slow and repr(fast) == repr(slow) and fast.model_dump() == slow.model_dump()
-        assert list(fast.__dict__) == list(slow.__dict__) and fast.model_fields_set == slow.model_fields_set
-        assert fast.__dict__ is not obj.__dict__ and fast.__pydantic_extra__ is slow.__pydantic_extra__ is None
-        with pytest.raises(Exception, match="frozen"):
+        assert type(fast) is type(obj) and fast.__dict__ == {**before, **update}
+        assert list(fast.__dict__) == list(type(obj).model_fields) and obj.__dict__ == before
+        assert fast.model_fields_set == obj.model_fields_set | update.keys() == slow.model_fields_set
+        assert fast.__dict__ is not obj.__dict__
+        with pytest.raises(FrozenInstanceError, match="frozen"):
             fast.code = "changed"  # type: ignore[misc,union-attr]

@@ -30,7 +30,7 @@ def test_agrees_with_importlib_metadata_in_this_environment() -> None:
         # importlib.metadata keeps the first of two distributions of one name (e.g. the kueuediag.egg-info a
         # source checkout holds beside the installed dist-info): the scan may list an entry twice, never miss one
         assert set(found) == {ep.value for ep in metadata.entry_points(group=group)}, group
-    assert "kueuediag.cli:main" in (declared("console_scripts") or [])
+    assert "kueuediag.console:main" in (declared("console_scripts") or [])
 
 
 def test_reads_dist_info_and_egg_info_as_importlib_metadata_does(tmp_path: Path,

@@ -10,7 +10,7 @@ import pytest
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.examples import list_examples
-from kueuediag.models import Evidence, ObjectRef, Outcome, Verdict, ev, make, replaced
+from kueuediag.models import Evidence, ObjectRef, Outcome, Verdict, ev, replaced
 from kueuediag.registry import discover
 from kueuediag.render.json_out import _evidence, verdict_dict
 from kueuediag.snapshot.loader import load_snapshot
@@ -58,7 +58,7 @@ def test_every_evidence_item_and_check_entry_of_the_examples(name: str) -> None:
 @pytest.mark.parametrize("e", [
     ev("derived", "plain", kind="ClusterQueue", name="a", field="spec", expected="x"),
     ev("derived", "no ref"),
-    make(Evidence, source="object", observed="validated", ref=make(ObjectRef, kind="Workload", name="w",
+    Evidence(source="object", observed="validated", ref=ObjectRef(kind="Workload", name="w",
                                                                      namespace="ns")),
     Evidence(source="log", observed="constructed", expected="e", ref=ObjectRef(kind="Node", name="n")),
     Evidence.model_validate({"expected": "e", "observed": "keys out of order", "source": "metric"}),

@@ -15,7 +15,7 @@ from kueuediag.analysis.messages import PendingMessage, ReasonKind, parse_pendin
 from kueuediag.analysis.queue_route import QueueRoute, queue_route
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Patch, ev, make
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Patch, ev
 from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import LocalQueueView, WorkloadState, WorkloadView
@@ -189,9 +189,9 @@ def _resume_recorded_localqueue(w: WorkloadView, name: str) -> list[Fix]:
     api = str(w.obj.get("apiVersion") or "kueue.x-k8s.io/v1beta1")
     assumed = {"apiVersion": api, "kind": "LocalQueue", "metadata": {"name": name, "namespace": w.namespace},
                "spec": {"stopPolicy": "Hold"}}
-    return [make(Fix, text=f"Resume LocalQueue {name} (Kueue's record says it is stopped; ask the namespace's "
+    return [Fix(text=f"Resume LocalQueue {name} (Kueue's record says it is stopped; ask the namespace's "
                            "queue owner why first).",
-                 patch=make(Patch, kind="LocalQueue", name=name, namespace=w.namespace,
+                 patch=Patch(kind="LocalQueue", name=name, namespace=w.namespace,
                             merge={"spec": {"stopPolicy": "None"}}, assumed=assumed))]
 
 

@@ -14,7 +14,7 @@ from kueuediag.analysis.signatures import (
 )
 from kueuediag.causes import BY_SLUG, CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Severity, ev, make
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Severity, ev
 from kueuediag.snapshot.kueue import WorkloadState, WorkloadView
 from kueuediag.snapshot.logs import LogLine, log_level_info, log_level_patch, log_lines
 from kueuediag.snapshot.model import Part, Snapshot
@@ -279,7 +279,7 @@ class LogPatterns(Check):
             evidence=evidence,
             remediation=[] if patch is not None else [
                 "Raise the Kueue manager container's --zap-log-level to 5 (its Deployment is not in this snapshot)."],
-            fixes=[make(Fix, text=f"Raise the Kueue manager to --zap-log-level=5 while investigating (editing the "
+            fixes=[Fix(text=f"Raise the Kueue manager to --zap-log-level=5 while investigating (editing the "
                                   f"Deployment rolls the controller), then collect the logs again; revert to {level} "
                                   "afterwards (level 5 is verbose). Helm: --set controllerManager.manager.logLevel=5.",
                         patch=patch)] if patch is not None else [],

@@ -18,7 +18,7 @@ from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.analysis.versions import behaviour
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Patch, Severity, ev, make
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Patch, Severity, ev
 from kueuediag.snapshot.kueue import WorkloadState, WorkloadView
 from kueuediag.snapshot.model import Part, Snapshot
 from kueuediag.target import Target
@@ -176,9 +176,9 @@ class Preemption(Check):
                 evidence.append(ev("condition", h.message.raw, kind="Workload", name=h.workload.name,
                                    namespace=h.workload.namespace,
                                    field="status.conditions[type=QuotaReserved].message"))
-        fixes = [make(Fix, text=f"Force-delete the zombie pod {zombie.pod.name} (its node stopped answering; the "
+        fixes = [Fix(text=f"Force-delete the zombie pod {zombie.pod.name} (its node stopped answering; the "
                                 "quota is released once no victim pod is Running).",
-                      patch=make(Patch, kind="Pod", name=zombie.pod.name, namespace=zombie.pod.namespace,
+                      patch=Patch(kind="Pod", name=zombie.pod.name, namespace=zombie.pod.namespace,
                                  delete=True, flags=("--force", "--grace-period=0")))]
         remediation: list[str] = []
         if zombie.pod.node:

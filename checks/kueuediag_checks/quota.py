@@ -15,7 +15,7 @@ from kueuediag.analysis.quota_tree import quota_tree
 from kueuediag.analysis.spec_patches import quantity, set_nominal_quota
 from kueuediag.causes import CauseSlug
 from kueuediag.check import Check
-from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Outcome, Severity, ev, make
+from kueuediag.models import CheckResult, Confidence, Evidence, Finding, Fix, Outcome, Severity, ev
 from kueuediag.quantity import ZERO, format_quantity
 from kueuediag.snapshot.k8s import Condition
 from kueuediag.snapshot.kueue import WorkloadState, WorkloadView, kueue_index
@@ -448,8 +448,7 @@ class QuotaCheck(Check):
                 f"borrowingLimit) of ClusterQueue {cq}."]),
             "Or submit to a LocalQueue whose ClusterQueue is large enough (label kueue.x-k8s.io/queue-name).",
         ]
-        fixes = [] if raise_quota is None or rf is None else [make(
-            Fix,
+        fixes = [] if raise_quota is None or rf is None else [Fix(
             text=f"Raise the nominalQuota of {res} in flavor {flavor} of ClusterQueue {cq} to "
                  f"{quantity(rf.quota.nominal + rf.needed - rf.quota.max_capacity)} (by "
                  f"{_fmt(rf.needed - rf.quota.max_capacity, res)}, what the request exceeds the maximum by); the "

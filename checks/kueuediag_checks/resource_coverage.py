@@ -18,7 +18,7 @@ from kueuediag.analysis.quota_fit import workload_fit
 from kueuediag.analysis.spec_patches import cover_resources, quantity
 from kueuediag.analysis.versions import behaviour
 from kueuediag.causes import CauseSlug
-from kueuediag.models import Evidence, Finding, Fix, Severity, ev, make
+from kueuediag.models import Evidence, Finding, Fix, Severity, ev
 from kueuediag.quantity import format_quantity
 from kueuediag.snapshot.kueue import ClusterQueueView, KueueIndex, PodSet, WorkloadView, kueue_index
 from kueuediag.snapshot.model import Snapshot
@@ -174,7 +174,7 @@ class ResourceCoverage(SubmissionCheck):
                     ),
                     *wl_ev,
                 ],
-                fixes=[make(Fix, text=f"Cover {names} in ClusterQueue {cq.name}: add it to the first "
+                fixes=[Fix(text=f"Cover {names} in ClusterQueue {cq.name}: add it to the first "
                                       f"resourceGroup's coveredResources with a nominalQuota of {quota_words} in every "
                                       "flavor of that group (what this workload requests: size it for the nodes "
                                       "behind the flavors).",

@@ -34,7 +34,6 @@ from kueuediag.models import (
     Patch,
     Severity,
     ev,
-    make,
 )
 from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import NodeView, meta
@@ -152,7 +151,7 @@ class SystemHealth(Check):
         seen.append(ev("derived", f"no queue, flavor or Kueue configuration change within "
                                   f"{self.opts['change_window_minutes']}m", field="metadata.managedFields[].time"))
         if unseen:
-            return make(CheckResult, outcome=Outcome.COULD_NOT_CHECK, input=", ".join(i for i, _ in unseen),
+            return CheckResult(outcome=Outcome.COULD_NOT_CHECK, input=", ".join(i for i, _ in unseen),
                         reason="; ".join(r for _, r in unseen), evidence=tuple(seen))
         return CheckResult.ruled_out(*seen)
 
@@ -190,8 +189,8 @@ class SystemHealth(Check):
                 evidence=[e for z in group[:5] for e in _zombie_evidence(z)],
                 remediation=["Repair or remove the NotReady node; alert on pods Terminating past their grace "
                              "period."],
-                fixes=[make(Fix, text=f"Force-delete the zombie pod {z.pod.name} (its node stopped answering).",
-                            patch=make(Patch, kind="Pod", name=z.pod.name, namespace=z.pod.namespace, delete=True,
+                fixes=[Fix(text=f"Force-delete the zombie pod {z.pod.name} (its node stopped answering).",
+                            patch=Patch(kind="Pod", name=z.pod.name, namespace=z.pod.namespace, delete=True,
                                        flags=("--force", "--grace-period=0")))
                        for z in group[:3]],
                 about_target=about,

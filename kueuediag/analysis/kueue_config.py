@@ -13,13 +13,10 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
-import yaml
-
 from kueuediag.errors import InputError
 from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import labels, meta
 from kueuediag.snapshot.model import Snapshot
-from kueuediag.yamlload import safe_load
 
 CONFIG_MAP = "kueue-manager-config"
 CONFIG_KEY = "controller_manager_config.yaml"
@@ -125,6 +122,10 @@ def _load(snap: Snapshot) -> KueueConfig:
         source = f"ConfigMap/{namespace}/{meta(cm).get('name')}"
         text = (cm.get("data") or {}).get(CONFIG_KEY)
         if text:
+            import yaml  # only a ConfigMap's text needs the YAML reader
+
+            from kueuediag.yamlload import safe_load
+
             try:
                 loaded = safe_load(text)
             except yaml.YAMLError as exc:

@@ -13,7 +13,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from kueuediag.models import Patch, make
+from kueuediag.models import Patch
 from kueuediag.snapshot.kueue import ClusterQueueView
 
 
@@ -48,7 +48,7 @@ def cover_resources(cq: ClusterQueueView, quotas: dict[str, Decimal]) -> Patch |
                 return None
             ops.append({"op": "add", "path": f"/spec/resourceGroups/0/flavors/{i}/resources/-",
                         "value": {"name": res, "nominalQuota": quantity(qty)}})
-    return make(Patch, kind="ClusterQueue", name=cq.name, json_ops=tuple(ops))
+    return Patch(kind="ClusterQueue", name=cq.name, json_ops=tuple(ops))
 
 
 def set_nominal_quota(cq: ClusterQueueView, flavor: str, resource: str, quota: Decimal) -> Patch | None:
@@ -60,6 +60,6 @@ def set_nominal_quota(cq: ClusterQueueView, flavor: str, resource: str, quota: D
             for r, entry in enumerate(fl.get("resources") or ()):
                 if isinstance(entry, dict) and entry.get("name") == resource:
                     path = f"/spec/resourceGroups/{g}/flavors/{f}/resources/{r}/nominalQuota"
-                    return make(Patch, kind="ClusterQueue", name=cq.name, json_ops=(
+                    return Patch(kind="ClusterQueue", name=cq.name, json_ops=(
                         {"op": "replace", "path": path, "value": quantity(quota)},))
     return None

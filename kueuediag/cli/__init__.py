@@ -212,7 +212,7 @@ def _run(prog_name: str) -> None:
     """One command in its own process: the console entries' body.
 
     The cyclic GC is paused for the process: a command imports what it runs after parsing its options (the
-    checks, their analyses, pydantic and the result models: ~100,000 objects, none of them garbage) and the
+    checks, their analyses and the result records: ~100,000 objects, none of them garbage) and the
     collector rescanned them again and again while they were being built, ~0.08 s of a small `why` (a fifth of
     its start); the commands that build large object graphs paused it already (`why`, `health`, `snapshot`).
     """

@@ -27,7 +27,7 @@ from kueuediag.health.catalog import Selection
 from kueuediag.health.model import FlavorRow, Item
 from kueuediag.health.owners import ask_owner, target_for
 from kueuediag.health.scope import Scope
-from kueuediag.models import ObjectRef, make
+from kueuediag.models import ObjectRef
 from kueuediag.quantity import ZERO
 from kueuediag.snapshot.kueue import (
     WorkloadView,
@@ -143,7 +143,7 @@ def fragmentation_items(snap: Snapshot, scope: Scope, sel: Selection, settings: 
                 candidates.setdefault(name, []).append(w)
     items = []
     for name in sorted(scope.flavors):
-        ref = make(ObjectRef, kind="ResourceFlavor", name=name)
+        ref = ObjectRef(kind="ResourceFlavor", name=name)
         found = None
         for w in candidates.get(name, []):
             res = ask_owner(sel, settings, "KD201", snap, target_for(snap, w), ("fragmentation", "topology-no-fit"))

@@ -16,7 +16,7 @@ from kueuediag.engine import diagnose, select_checks
 from kueuediag.health.model import Head, Item
 from kueuediag.health.owners import target_for
 from kueuediag.health.scope import Scope
-from kueuediag.models import ObjectRef, Severity, Verdict, make
+from kueuediag.models import ObjectRef, Severity, Verdict
 from kueuediag.snapshot.model import Snapshot
 
 HEAD_SEVERITY = Severity.MEDIUM
@@ -50,7 +50,7 @@ class QueueHeads:
 
 def head_item(head: Head, verdict: Verdict) -> Item:
     """The head's `pending-heads` item: its top finding when that is about it and serious enough."""
-    ref = make(ObjectRef, kind="Workload", name=head.name, namespace=head.namespace)
+    ref = ObjectRef(kind="Workload", name=head.name, namespace=head.namespace)
     top = verdict.primary
     if top is not None and top.finding.about_target and top.finding.severity >= HEAD_SEVERITY:
         return Item("pending-heads", ref, top.finding, head.headline)

@@ -20,14 +20,14 @@ from kueuediag.health.catalog import BY_ID, Selection
 from kueuediag.health.model import CohortRow, Item, QueueRow, QuotaCell
 from kueuediag.health.owners import CLUSTER, ask_owner, target_for
 from kueuediag.health.scope import Scope
-from kueuediag.models import Finding, ObjectRef, Severity, ev, make
+from kueuediag.models import Finding, ObjectRef, Severity, ev
 from kueuediag.snapshot.kueue import ClusterQueueView, kueue_index, workloads_by_cluster_queue
 from kueuediag.snapshot.model import Snapshot
 from kueuediag.timeutil import human_duration
 
 
 def cq_ref(name: str) -> ObjectRef:
-    return make(ObjectRef, kind="ClusterQueue", name=name)
+    return ObjectRef(kind="ClusterQueue", name=name)
 
 
 @runtime_checkable

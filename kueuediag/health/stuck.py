@@ -17,7 +17,7 @@ from kueuediag.health.catalog import BY_ID, Selection
 from kueuediag.health.model import Item
 from kueuediag.health.owners import CLUSTER, ask_owner, target_for
 from kueuediag.health.scope import Scope
-from kueuediag.models import Finding, ObjectRef, make
+from kueuediag.models import Finding, ObjectRef
 from kueuediag.snapshot.kueue import (
     WorkloadView,
     active_workloads,
@@ -26,12 +26,12 @@ from kueuediag.snapshot.kueue import (
 from kueuediag.snapshot.model import Snapshot
 
 _GATE_PREFIX = "kueue.x-k8s.io/"
-ALL = make(ObjectRef, kind="Cluster", name="all")
-KUEUE = make(ObjectRef, kind="Kueue", name="controller-manager")
+ALL = ObjectRef(kind="Cluster", name="all")
+KUEUE = ObjectRef(kind="Kueue", name="controller-manager")
 
 
 def _wref(w: WorkloadView) -> ObjectRef:
-    return make(ObjectRef, kind="Workload", name=w.name, namespace=w.namespace)
+    return ObjectRef(kind="Workload", name=w.name, namespace=w.namespace)
 
 
 def _in_retry_or_pending(w: WorkloadView) -> bool:
@@ -137,7 +137,7 @@ def known_issue_items(snap: Snapshot, sel: Selection, settings: Settings) -> lis
     items = []
     for f in res.findings:
         issue = str(f.data.get("issue") or f.data.get("id") or f.title)
-        items.append(Item("known-issues", make(ObjectRef, kind="KnownIssue", name=issue), f))
+        items.append(Item("known-issues", ObjectRef(kind="KnownIssue", name=issue), f))
     if not items:
         version = kueue_version(snap).version
         items.append(Item("known-issues", KUEUE, None,

@@ -31,7 +31,7 @@ import msgspec
 
 from kueuediag import jsonload
 from kueuediag.memo import remember
-from kueuediag.models import Patch, make
+from kueuediag.models import Patch
 from kueuediag.records import dataclass
 from kueuediag.snapshot.k8s import labels, meta
 from kueuediag.snapshot.model import Snapshot
@@ -926,6 +926,6 @@ def log_level_patch(snap: Snapshot, level: int) -> Patch | None:
             ops = ([{"op": "add", "path": f"{base}/args/-", "value": value}] if c.get("args")
                    else [{"op": "add", "path": f"{base}/args", "value": [value]}])
         m = meta(obj)
-        return make(Patch, kind="Deployment", name=str(m.get("name")), namespace=m.get("namespace"),
+        return Patch(kind="Deployment", name=str(m.get("name")), namespace=m.get("namespace"),
                     json_ops=tuple(ops))
     return None

@@ -18,16 +18,16 @@ import tarfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import IO, Any
-
-import yaml
+from typing import IO, TYPE_CHECKING, Any
 
 from kueuediag import jsonload
 from kueuediag.errors import InputError, clip, shown
 from kueuediag.records import dataclass
 from kueuediag.snapshot.held import Held, InMemory, OpenFile, split_list
 from kueuediag.snapshot.limits import DEFAULT_LIMITS, FLAG_NAMES, Limits
-from kueuediag.yamlload import LOADER, safe_load_all
+
+if TYPE_CHECKING:
+    import yaml
 
 FORMAT = "kueuediag-snapshot/v1"
 OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -36,9 +36,10 @@ LOG_SUFFIXES = (".log", ".txt", ".jsonl")
 LAYOUT_TOPS = ("objects", "metrics", "logs")
 
 _ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s\[\]{},]")
-_PARSE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, yaml.YAMLError)
-"""What a parser may raise on hostile text: libyaml's nesting limit, Python's int-to-string limit (ValueError),
-json's RecursionError on 100,000-deep arrays, a YAML timestamp with month 13 (ValueError)."""
+_PARSE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError)
+"""What a parser may raise on hostile text: Python's int-to-string limit (ValueError), json's RecursionError on
+100,000-deep arrays, a YAML timestamp with month 13 (ValueError); the YAML reader adds its own errors (libyaml's
+nesting limit among them), caught where a YAML file is read: a snapshot of JSON files imports no YAML reader."""
 
 
 @dataclass
@@ -382,10 +383,10 @@ def _parse_manifest(source: str, data: bytes) -> dict[str, Any]:
     return manifest
 
 
-def _parse_problem(exc: BaseException) -> str:
+def _parse_problem(exc: BaseException, *, yaml_error: bool = False) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
-    if isinstance(exc, yaml.YAMLError):
+    if yaml_error:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         return clip(str(problem), 120)
     return clip(str(exc), 120)
@@ -443,6 +444,10 @@ def _parse_documents(rel: str, data: bytes, limits: Limits) -> list[dict[str, An
             else:
                 raise InputError(f"{rel}: invalid JSON ({_parse_problem(exc)})") from None
     else:
+        import yaml  # only a YAML file needs the YAML reader
+
+        from kueuediag.yamlload import safe_load_all
+
         text = _text(rel, data)
         try:
             if "&" in text and _ANCHOR.search(text):
@@ -450,10 +455,11 @@ def _parse_documents(rel: str, data: bytes, limits: Limits) -> list[dict[str, An
             docs = list(safe_load_all(text))
         except InputError:
             raise
-        except _PARSE_ERRORS as exc:
+        except (*_PARSE_ERRORS, yaml.YAMLError) as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}" if mark is not None else ""
-            raise InputError(f"{rel}: invalid YAML{where} ({_parse_problem(exc)})") from None
+            problem = _parse_problem(exc, yaml_error=isinstance(exc, yaml.YAMLError))
+            raise InputError(f"{rel}: invalid YAML{where} ({problem})") from None
     out: list[dict[str, Any]] = []
     for i, doc in enumerate(docs):
         if doc is None:
@@ -467,6 +473,10 @@ def _check_aliases(rel: str, text: str, limit: int) -> None:
 
     The composed node graph shares aliased nodes, so its expanded size is computed in time linear in the graph.
     """
+    import yaml
+
+    from kueuediag.yamlload import LOADER
+
     for doc in yaml.compose_all(text, Loader=LOADER):
         if doc is None:
             continue
@@ -490,11 +500,18 @@ def _check_aliases(rel: str, text: str, limit: int) -> None:
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.SequenceNode):
+    if isinstance(node, _yaml().SequenceNode):
         return list(node.value)
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, _yaml().MappingNode):
         return [n for pair in node.value for n in pair]
     return []
+
+
+def _yaml() -> Any:
+    """The YAML module, imported by the first YAML file read."""
+    import yaml
+
+    return yaml
 
 
 def _flatten(rel: str, index: int, doc: Any, out: list[dict[str, Any]]) -> None:

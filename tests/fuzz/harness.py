@@ -176,7 +176,7 @@ def preload(warm_up: Files | None = None, target: str = "", namespace: str | Non
     """Make the parent a warm fork server: forked children then skip the first run's costs.
 
     Importing the CLI is not enough: a first `why` imports the engine, config and rich lazily, reads the data
-    tables and builds pydantic validators (about 0.25 s of CPU, twice what a warm diagnosis costs). With
+    tables and compiles the result records' checks (about 0.25 s of CPU, twice what a warm diagnosis costs). With
     ``warm_up`` (a seed snapshot) one diagnosis per output format runs here, in-process, its output thrown
     away; then the heap is frozen so the children's garbage collector does not touch (and copy) the parent's
     pages. What stays warm is code and data tables, never anything about a fuzzed input.
