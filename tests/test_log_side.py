@@ -9,6 +9,7 @@ hits must hold the rebuilt lines themselves, and anything the hand-over cannot c
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 from datetime import UTC
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from kueuediag.analysis.signatures import hits_concerning_index, signature_hits
+from kueuediag.cli import build_app
 from kueuediag.health import log_side
 from kueuediag.snapshot.loader import load_snapshot
 from kueuediag.snapshot.logs import LogLine, log_lines, parse_log_line
@@ -133,3 +136,25 @@ def test_a_line_that_is_not_a_slice_of_its_file_is_not_handed_over(tmp_path: Pat
     snap = load_snapshot(str(_with_log(tmp_path, MIXED_LOG)))
     snap.memo("log-lines", lambda: [parse_log_line("logs/mixed.log", 1, '{"msg":"a line of its own"}')])
     assert log_side.handover(snap) is None
+
+
+def _without_timings(value: Any) -> Any:
+    """A JSON document without its timings (`timingsMs`, each check run's `durationMs`)."""
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k not in ("timingsMs", "durationMs")}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("fixture", WITH_LOGS)
+def test_the_json_report_is_the_same_with_the_log_child(fixture: str) -> None:
+    """`-o json` keeps every verdict (no workers): with `--jobs 2` only the log child runs beside it."""
+    def report(jobs: str) -> tuple[int, dict[str, Any]]:
+        result = CliRunner().invoke(build_app(), ["health", "--from", str(FIXTURES / fixture), "-A", "--all-pending",
+                                                  "-o", "json", "--jobs", jobs])
+        return result.exit_code, _without_timings(json.loads(result.stdout))
+
+    serial = report("1")
+    assert serial[1]["clusterQueues"]
+    assert report("2") == serial

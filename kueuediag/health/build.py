@@ -145,7 +145,8 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
         plan = _plan(queue_heads, sorted(scope.cluster_queues), jobs) \
             if "pending-heads" in runnable and not keep_verdicts else None
         if side is not None:
-            _violations_ahead(snap)
+            if runnable & {"guarantee-violation", "pending-heads"}:  # the quota section and KD101 read it
+                _violations_ahead(snap)
             log_side.install(snap, side.result())
             side.stop()
         if plan is not None:  # the first ClusterQueue is diagnosed here, then the workers are forked
