@@ -209,14 +209,9 @@ def _apply(settings: Settings, data: Mapping[str, Any], origin: str) -> None:
 
 
 def _read_yaml_config(path: Path) -> dict[str, Any]:
-    import yaml  # only for a .kueuediag.yaml: a run without one imports no YAML reader
+    from kueuediag.yamlload import load_document  # only for a .kueuediag.yaml: a run without one reads no YAML
 
-    from kueuediag.yamlload import safe_load
-
-    try:
-        data = safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: invalid YAML ({str(exc).splitlines()[0]})") from None
+    data = load_document(path.read_text(), str(path)) or {}
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping")
     return data

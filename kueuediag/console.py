@@ -13,22 +13,20 @@ from __future__ import annotations
 import gc
 
 
-def main() -> None:
+def _run(entry: str) -> None:
     gc.disable()
-    from kueuediag.cli import main as run
+    from kueuediag import cli
 
-    run()
+    getattr(cli, entry)()
+
+
+def main() -> None:
+    _run("main")
 
 
 def kubectl_main() -> None:
-    gc.disable()
-    from kueuediag.cli import kubectl_main as run
-
-    run()
+    _run("kubectl_main")
 
 
 def kubectl_complete_main() -> None:
-    gc.disable()
-    from kueuediag.cli import kubectl_complete_main as run
-
-    run()
+    _run("kubectl_complete_main")

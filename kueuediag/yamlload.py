@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from kueuediag.errors import InputError
+
 try:
     LOADER: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
@@ -20,6 +22,15 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 def safe_load(text: str) -> Any:
     """One YAML document (None when `text` holds none)."""
     return yaml.load(text, Loader=LOADER)  # noqa: S506 - a safe loader, chosen above
+
+
+def load_document(text: str, where: str) -> Any:
+    """One YAML document of a small input kueuediag reads as configuration (a `.kueuediag.yaml`, Kueue's
+    ConfigMap), or an :class:`~kueuediag.errors.InputError` naming `where` with the parser's first line."""
+    try:
+        return safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{where}: invalid YAML ({str(exc).splitlines()[0]})") from None
 
 
 def safe_load_all(text: str) -> Iterator[Any]:

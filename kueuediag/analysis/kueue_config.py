@@ -122,14 +122,9 @@ def _load(snap: Snapshot) -> KueueConfig:
         source = f"ConfigMap/{namespace}/{meta(cm).get('name')}"
         text = (cm.get("data") or {}).get(CONFIG_KEY)
         if text:
-            import yaml  # only a ConfigMap's text needs the YAML reader
+            from kueuediag.yamlload import load_document  # only a ConfigMap's text needs the YAML reader
 
-            from kueuediag.yamlload import safe_load
-
-            try:
-                loaded = safe_load(text)
-            except yaml.YAMLError as exc:
-                raise InputError(f"{source} key {CONFIG_KEY}: invalid YAML ({str(exc).splitlines()[0]})") from None
+            loaded = load_document(text, f"{source} key {CONFIG_KEY}")
             if loaded is not None and not isinstance(loaded, dict):
                 raise InputError(f"{source} key {CONFIG_KEY}: expected a Configuration object")
             raw = loaded or {}

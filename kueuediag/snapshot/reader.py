@@ -487,7 +487,7 @@ def _check_aliases(rel: str, text: str, limit: int) -> None:
             node, expanded = stack.pop()
             if id(node) in sizes:
                 continue
-            children = _children(node)
+            children = _children(node, yaml.SequenceNode, yaml.MappingNode)
             if not expanded:
                 distinct += 1
                 stack.append((node, True))
@@ -499,19 +499,12 @@ def _check_aliases(rel: str, text: str, limit: int) -> None:
                              f"(raise it with {FLAG_NAMES['max_alias_nodes']}; kubectl never writes aliases)")
 
 
-def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, _yaml().SequenceNode):
+def _children(node: yaml.Node, sequence: type[yaml.Node], mapping: type[yaml.Node]) -> list[yaml.Node]:
+    if isinstance(node, sequence):
         return list(node.value)
-    if isinstance(node, _yaml().MappingNode):
+    if isinstance(node, mapping):
         return [n for pair in node.value for n in pair]
     return []
-
-
-def _yaml() -> Any:
-    """The YAML module, imported by the first YAML file read."""
-    import yaml
-
-    return yaml
 
 
 def _flatten(rel: str, index: int, doc: Any, out: list[dict[str, Any]]) -> None:
