@@ -24,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import field
 from typing import Any
@@ -49,6 +51,38 @@ TRUNCATED_RETRIES = 3
 """a body that is not JSON is fetched this many times in all (a proxy cutting answers is not transient)"""
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """The largest response accepted: a 500-item LIST page of pods, or 32 MiB of controller logs, fits."""
+READER_SWITCH_INTERVAL = 0.0005
+"""seconds: how long the page reader may wait for the interpreter while a pipelined LIST's last page is processed"""
+
+
+_switch_lock = threading.Lock()
+_switch_users = 0
+_switch_before = 0.0
+
+
+@contextlib.contextmanager
+def _responsive_reader() -> Iterator[None]:
+    """Hand the interpreter to a waiting page reader within `READER_SWITCH_INTERVAL` while a LIST is pipelined.
+
+    The reader thread takes a page's body in chunks as they arrive, and each chunk costs it the interpreter
+    lock back from the thread processing the page before. At CPython's default switch interval (5 ms) it waits
+    up to that long per chunk: a large `snapshot -A` spent a fifth longer in its requests, and the API server
+    sat idle meanwhile. Nested and concurrent LISTs share one lowered interval; the last one out restores the
+    process's own.
+    """
+    global _switch_users, _switch_before
+    with _switch_lock:
+        if _switch_users == 0:
+            _switch_before = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_before, READER_SWITCH_INTERVAL))
+        _switch_users += 1
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_before)
 
 
 class KubeError(Exception):
@@ -287,7 +321,8 @@ class KubeClient:
         A 410 on a continue token restarts the LIST from the first page (up to `max_restarts` times, and never
         past the deadline: every page goes through the deadline check). `on_page` is called with each page's
         items while the next page is being fetched (one request in flight, on one worker thread), so decoding
-        the next answer overlaps with processing this one; after a restart it sees the first pages again."""
+        the next answer overlaps with processing this one (the worker gets the interpreter back promptly:
+        `_responsive_reader`); after a restart it sees the first pages again."""
         restarts = 0
         while True:
             try:
@@ -313,7 +348,10 @@ class KubeClient:
 
         items: list[dict[str, Any]] = []
         with contextlib.ExitStack() as stack:
-            pool = stack.enter_context(ThreadPoolExecutor(max_workers=1)) if on_page is not None else None
+            pool = None
+            if on_page is not None:
+                pool = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+                stack.enter_context(_responsive_reader())
             doc = self.get(path, query(None))
             while True:
                 page = _page_items(doc, kind, api_version)

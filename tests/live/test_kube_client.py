@@ -216,3 +216,42 @@ def test_on_page_overlaps_with_fetching_the_next_page() -> None:
     assert all(i["kind"] == "Pod" and i["apiVersion"] == "v1" for i in items)
     assert seen == [(["a"], True), (["b"], True), (["c"], True)]
 
+
+
+def test_a_pipelined_list_hands_the_interpreter_to_its_reader_quickly_and_restores_the_interval() -> None:
+    """While `on_page` works on one page, the thread reading the next one gets the interpreter back within
+    READER_SWITCH_INTERVAL of its data arriving (not CPython's 5 ms per chunk); the process's own interval comes
+    back when the LIST ends, also when `on_page` raises, and only after the last of two overlapping LISTs."""
+    import json
+    import sys
+
+    from kueuediag.live.kube import READER_SWITCH_INTERVAL
+
+    def transport(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
+        token = dict(query).get("continue")
+        doc = {"kind": "PodList", "apiVersion": "v1", "items": [{"metadata": {"name": token or "first"}}],
+               "metadata": {"continue": "next"} if token is None else {}}
+        return Response(200, {}, json.dumps(doc).encode())
+
+    own = sys.getswitchinterval()
+    assert own > READER_SWITCH_INTERVAL  # CPython's default: the test needs a difference to see
+    c = KubeClient(transport, sleep=Sleeps())
+    during: list[float] = []
+    inner: list[float] = []
+
+    def on_page(page: list[dict[str, Any]]) -> None:
+        during.append(sys.getswitchinterval())
+        if page[0]["metadata"]["name"] == "first" and not inner:  # a second LIST inside the first one
+            c.list_items("/api/v1/events", on_page=lambda p: inner.append(sys.getswitchinterval()))
+            during.append(sys.getswitchinterval())
+
+    c.list_items("/api/v1/pods", on_page=on_page)
+    assert during == [READER_SWITCH_INTERVAL] * 3 and inner == [READER_SWITCH_INTERVAL] * 2
+    assert sys.getswitchinterval() == own
+
+    def boom(page: list[dict[str, Any]]) -> None:
+        raise ValueError("on_page failed")
+
+    with pytest.raises(ValueError, match="on_page failed"):
+        c.list_items("/api/v1/pods", on_page=boom)
+    assert sys.getswitchinterval() == own
