@@ -194,14 +194,16 @@ def test_every_command_is_listed_in_order_and_built_when_looked_up(runner: CliRu
     assert code == 2 and "Did you mean 'health'?" in err
 
 
-@pytest.mark.parametrize("source", ["example:fair-sharing-anomaly", str(BASIC)], ids=["example", "directory"])
-def test_snapshot_json_why_does_not_import_live_or_terminal_modules(source: str) -> None:
+@pytest.mark.parametrize(("source", "numbers"), [("example:fair-sharing-anomaly", []), (str(BASIC), []),
+                                                 (str(BASIC), ["--timeout", "30", "--width", "100"])],
+                         ids=["example", "directory", "numeric-options"])
+def test_snapshot_json_why_does_not_import_live_or_terminal_modules(source: str, numbers: list[str]) -> None:
     """Through the real console entry: the verdict is printed whole, and no module of the live collectors or of
-    the terminal renderer was imported for it."""
+    the terminal renderer was imported for it (nor pydantic for plainly written numbers: `_plain_number`)."""
     target = ["job/rlhf-ppo-70b-r3", "-n", "team-alignment"] if source.startswith("example:") else [
         "job/resnet-train", "-n", "team-a"]
     out = _run_cli_reporting_imports(SNAPSHOT_WHY_MUST_NOT_IMPORT,
-                                     ["why", *target, "--from", source, "-o", "json", "--exit-zero"])
+                                     ["why", *target, "--from", source, "-o", "json", "--exit-zero", *numbers])
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["verdict"]["cause"]
     assert out.stderr.strip().splitlines()[-1] == "HEAVY="
@@ -225,6 +227,33 @@ def test_option_values_are_coerced_as_typer_coerces_them() -> None:
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["workload"]["owner"] == {"kind": "Job", "name": "resnet-train"}
+
+
+@pytest.mark.parametrize("value", ["30", "2.5", "0.1", "0.05", "007", "12.000", "1e3", "1_000", " 3", "3.", ".5",
+                                   "-1", "+4", "1" * 20, "inf", "nan", "abc", ""])
+def test_plainly_written_numbers_skip_typers_adapter_and_agree_with_it(value: str) -> None:
+    """A number written plainly is converted without building Typer's pydantic adapter (`_plain_number`); for every
+    spelling, the option's value or its refusal is exactly what Typer's own coercion gives: a float option with a
+    minimum (`--timeout`, ≥ 0.1) and an int option (`--width`)."""
+    import typer.main
+    from typer._coercion import build_runtime_param
+
+    group = typer.main.get_command(build_app())
+    ctx = group.make_context("kueuediag", ["why", "x"], resilient_parsing=True)
+    why = group.get_command(ctx, "why")  # type: ignore[attr-defined]
+    params = {p.name: p for p in why.params if p.name in ("timeout", "width")}
+    assert len(params) == 2
+    for param in params.values():
+        ours = param._runtime_param
+        typers = build_runtime_param(ours.descriptor)
+        results = []
+        for runtime in (ours, typers):
+            try:
+                got: object = runtime._coerce_value(value, param=param, ctx=ctx)
+                results.append((type(got).__name__, repr(got)))
+            except Exception as exc:  # noqa: BLE001 - Typer's refusal: its type and message must be the same
+                results.append((type(exc).__name__, str(exc)))
+        assert results[0] == results[1], (param.name, results)
 
 
 CHECKS_MUST_NOT_IMPORT = (

@@ -8,6 +8,7 @@ snapshot-only runs stay fast. The same app runs as `kueuediag` and as the kubect
 from __future__ import annotations
 
 import gc
+import re
 import sys
 from collections.abc import Iterator, MutableMapping
 from enum import Enum
@@ -161,6 +162,9 @@ def _deferred_coercion() -> type[Any]:
     An Enum option without a parser (`-o`) is coerced by Typer's adapter with `coerce_cli_choice` alone; that
     function is called directly, and only a value it refuses goes to the adapter (which refuses it with Typer's
     message). `kueuediag checks` then imports no pydantic at all (its `-o` has a default).
+    A number written plainly (`--timeout 30`, `--jobs 2`: digits, for a float with one decimal point) inside the
+    option's range is converted by `int`/`float`, as pydantic converts it; any other spelling, a value out of
+    range and a clamping option go to Typer's adapter, which converts or refuses them with its own message.
     Raises ImportError when this Typer has no such internals.
     """
     from typer._coercion import RuntimeParam, build_runtime_param
@@ -172,6 +176,10 @@ def _deferred_coercion() -> type[Any]:
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             annotation = self.annotation
+            if (annotation is int or annotation is float) and type(value) is str:
+                number = _plain_number(value, annotation, self.parameter_info)
+                if number is not None:
+                    return number
             if isinstance(annotation, type) and issubclass(annotation, Enum) and self.parameter_info.parser is None:
                 try:
                     return coerce_cli_choice(value, choices=list(annotation),
@@ -185,6 +193,22 @@ def _deferred_coercion() -> type[Any]:
             return built._coerce_value(value, param=param, ctx=ctx)
 
     return DeferredRuntimeParam
+
+
+_PLAIN_INT = re.compile(r"[0-9]{1,18}")
+_PLAIN_FLOAT = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,15})?")
+
+
+def _plain_number(text: str, kind: type[int] | type[float], info: Any) -> int | float | None:
+    """`text` as `kind` when it is written plainly and inside the option's range (`info`: Typer's
+    ParameterInfo), else None: the caller leaves it to Typer's coercion."""
+    if getattr(info, "clamp", True) or not (_PLAIN_INT if kind is int else _PLAIN_FLOAT).fullmatch(text):
+        return None
+    number = kind(text)
+    low, high = getattr(info, "min", None), getattr(info, "max", None)
+    if (low is not None and number < low) or (high is not None and number > high):
+        return None
+    return number
 
 
 def build_app() -> typer.Typer:
