@@ -147,8 +147,7 @@ def build_report(snap: Snapshot, classes: Sequence[type[Check]], settings: Setti
         if side is not None:
             if runnable & {"guarantee-violation", "pending-heads"}:  # the quota section and KD101 read it
                 _violations_ahead(snap)
-            log_side.install(snap, side.result())
-            side.stop()
+            log_side.install(snap, side.result())  # result() reaps the child
         if plan is not None:  # the first ClusterQueue is diagnosed here, then the workers are forked
             busy, workers = plan
             pool = HeadPool(busy, lambda cq: diagnosed(queue_heads, sink, cq), workers, sink)

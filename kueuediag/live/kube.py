@@ -52,17 +52,12 @@ TRUNCATED_RETRIES = 3
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """The largest response accepted: a 500-item LIST page of pods, or 32 MiB of controller logs, fits."""
 READER_SWITCH_INTERVAL = 0.0005
-"""seconds: how long the page reader may wait for the interpreter while a pipelined LIST's last page is processed"""
+"""seconds: how long the page reader may wait for the interpreter while a pipelined LIST's previous page is
+processed"""
 
 
-_switch_lock = threading.Lock()
-_switch_users = 0
-_switch_before = 0.0
-
-
-@contextlib.contextmanager
-def _responsive_reader() -> Iterator[None]:
-    """Hand the interpreter to a waiting page reader within `READER_SWITCH_INTERVAL` while a LIST is pipelined.
+class _LoweredSwitchInterval:
+    """The interpreter's switch interval lowered to `READER_SWITCH_INTERVAL` while any pipelined LIST runs.
 
     The reader thread takes a page's body in chunks as they arrive, and each chunk costs it the interpreter
     lock back from the thread processing the page before. At CPython's default switch interval (5 ms) it waits
@@ -70,19 +65,29 @@ def _responsive_reader() -> Iterator[None]:
     sat idle meanwhile. Nested and concurrent LISTs share one lowered interval; the last one out restores the
     process's own.
     """
-    global _switch_users, _switch_before
-    with _switch_lock:
-        if _switch_users == 0:
-            _switch_before = sys.getswitchinterval()
-            sys.setswitchinterval(min(_switch_before, READER_SWITCH_INTERVAL))
-        _switch_users += 1
-    try:
-        yield
-    finally:
-        with _switch_lock:
-            _switch_users -= 1
-            if _switch_users == 0:
-                sys.setswitchinterval(_switch_before)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._before = 0.0
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        with self._lock:
+            if self._users == 0:
+                self._before = sys.getswitchinterval()
+                sys.setswitchinterval(min(self._before, READER_SWITCH_INTERVAL))
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    sys.setswitchinterval(self._before)
+
+
+_responsive_reader = _LoweredSwitchInterval()
 
 
 class KubeError(Exception):
@@ -351,7 +356,7 @@ class KubeClient:
             pool = None
             if on_page is not None:
                 pool = stack.enter_context(ThreadPoolExecutor(max_workers=1))
-                stack.enter_context(_responsive_reader())
+                stack.enter_context(_responsive_reader.held())
             doc = self.get(path, query(None))
             while True:
                 page = _page_items(doc, kind, api_version)
