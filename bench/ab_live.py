@@ -35,14 +35,21 @@ def main() -> None:
     ap.add_argument("builds", nargs=2, metavar="LABEL=PYTHON", help="a label and the interpreter of a build")
     args = ap.parse_args()
     builds = dict(b.split("=", 1) for b in args.builds)
+    # `python -m` puts the working directory (this tree, where run_once starts every command) first on sys.path, so
+    # without -P every build would run this tree's kueuediag: each build runs with -P, from its own installation.
+    where = {label: bench.run_once([py, "-P", "-c", "import kueuediag; print(kueuediag.__file__)"], ok=(0,))
+             .stdout.strip() for label, py in builds.items()}
+    for label, path in where.items():
+        print(f"{label}: {path}")
+    if len(set(where.values())) < len(where):
+        sys.exit("the builds import the same kueuediag: nothing to compare")
 
     from tests.live.apiserver import TOKEN, ApiServer, FakeCluster  # noqa: PLC0415
     from tests.live.kueue_status import with_queue_status  # noqa: PLC0415
 
     snap = bench.generate(args.scale)
     objects = [i for p in sorted((snap / "objects").glob("*.json")) for i in json.loads(p.read_bytes())["items"]]
-    logs = {"kueue-system/kueue-controller-manager": "".join(
-        p.read_text() for p in sorted((snap / "logs").glob("*.log")))} if (snap / "logs").exists() else {}
+    logs = {str(p.relative_to(snap)): p.read_text() for p in sorted(snap.glob("logs/**/*.log"))}
     cluster = FakeCluster(with_queue_status(objects), logs=logs)
     ratios: dict[str, list[tuple[float, float, float]]] = {label: [] for label in builds}
     with ApiServer(cluster) as server, tempfile.TemporaryDirectory() as tmp:
@@ -53,7 +60,7 @@ def main() -> None:
                 cluster.requests.clear()
                 out = Path(tmp) / "snap.tar.gz"
                 load = os.getloadavg()[0]
-                run = bench.run_once([builds[label], "-m", "kueuediag", "snapshot", "-A", "-o", str(out),
+                run = bench.run_once([builds[label], "-P", "-m", "kueuediag", "snapshot", "-A", "-o", str(out),
                                       "--timeout", bench.LIVE_DEADLINE, "-v"], env)
                 asked = list(cluster.requests)
                 listing = Path(tmp) / "requests.json"

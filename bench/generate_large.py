@@ -5,7 +5,8 @@ At ``--scale 1``: 1,250 nodes (8 GPUs each), 200 ClusterQueues in a 3-level coho
 6 h of Kueue metrics at a 60 s step and 100,000 controller log lines (~230 MB). Every count scales linearly.
 
 Deterministic (seeded): the same scale always writes the same bytes. Writes kubectl-style JSON Lists under
-OUT/objects/, OUT/metrics/kueue.om, OUT/logs/kueue-controller-manager.log and OUT/manifest.json.
+OUT/objects/ (with Kueue's controller Deployment and pod), OUT/metrics/kueue.om, the controller's log under
+OUT/logs/kueue-system/<pod>/manager.log and OUT/manifest.json.
 
     python bench/generate_large.py /tmp/kd-large [--scale 1.0]
 """
@@ -20,6 +21,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+GENERATOR_VERSION = 2
+"""recorded in the manifest (``benchGenerator``): a snapshot cached by an older generator is written again"""
 GPU = "nvidia.com/gpu"
 
 
@@ -131,6 +134,38 @@ def write_logs(path: Path, workloads: list[dict], n_lines: int, rng: random.Rand
                         "requeueReason": "", "added": True, "status": "", "replica-role": "leader"}
             fh.write(json.dumps(line, separators=(",", ":")) + "\n")
     return n_lines
+
+
+CONTROLLER_POD = "kueue-controller-manager-6f8d9c7b5d-x2x4q"
+LOG_FILE = f"logs/kueue-system/{CONTROLLER_POD}/manager.log"
+"""the controller's log, where a snapshot keeps it and where the test API server serves it from"""
+
+
+def controller_objects(node: str) -> list[dict]:
+    """Kueue's controller as every cluster running Kueue has it: its Deployment and its running manager pod (live
+    collections find the pod and read its log, as they would on a real cluster)."""
+    labels = {"control-plane": "controller-manager", "app.kubernetes.io/name": "kueue"}
+    manager = {"name": "manager", "image": "registry.k8s.io/kueue/kueue:v0.19.2",
+               "args": ["--config=/controller_manager_config.yaml", "--zap-log-level=3"],
+               "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}
+    created = ts(-14 * 24 * 3600)
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system",
+                               "uid": "00000000-0000-4000-8000-00000000c0de", "creationTimestamp": created,
+                               "labels": labels},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"control-plane": "controller-manager"}},
+                           "template": {"metadata": {"labels": labels}, "spec": {"containers": [manager]}}},
+                  "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1}}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": CONTROLLER_POD, "namespace": "kueue-system",
+                        "uid": "00000000-0000-4000-8000-00000000c0d1", "creationTimestamp": created,
+                        "labels": dict(labels, **{"pod-template-hash": "6f8d9c7b5d"})},
+           "spec": {"containers": [manager], "nodeName": node},
+           "status": {"phase": "Running", "startTime": created,
+                      "containerStatuses": [{"name": "manager", "ready": True, "restartCount": 0, "started": True,
+                                             "image": manager["image"], "imageID": "",
+                                             "state": {"running": {"startedAt": created}}}]}}
+    return [deployment, pod]
 
 
 SCALES = {"small": 0.005, "full": 1.0}
@@ -295,16 +330,17 @@ def main() -> None:
     target = next(w for w in workloads if w["status"]["conditions"][0]["status"] == "False")["metadata"]
     manifest = {"format": "kueuediag-snapshot/v1", "capturedAt": NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "cluster": "bench-large", "kueueVersion": "v0.19.2", "errors": [],
+                "benchGenerator": GENERATOR_VERSION,
                 "benchTarget": {"workload": target["name"], "namespace": target["namespace"]}}
     (out / "manifest.json").write_text(json.dumps(manifest))
     for name, items in (("nodes", nodes), ("kueue", objs), ("workloads", workloads), ("jobs", jobs), ("pods", pods),
-                        ("events", events)):
+                        ("events", events), ("controller", controller_objects(nodes[0]["metadata"]["name"]))):
         with open(out / "objects" / f"{name}.json", "w") as fh:
             json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh)
     (out / "metrics").mkdir(exist_ok=True)
     n_series = write_metrics(out / "metrics" / "kueue.om", cq_names, rng)
-    (out / "logs").mkdir(exist_ok=True)
-    n_lines = write_logs(out / "logs" / "kueue-controller-manager.log", workloads, int(100_000 * args.scale), rng)
+    (out / LOG_FILE).parent.mkdir(parents=True, exist_ok=True)
+    n_lines = write_logs(out / LOG_FILE, workloads, int(100_000 * args.scale), rng)
     print(f"wrote {out}: {n_nodes} nodes, {n_cq} ClusterQueues, {n_wl} workloads, {n_pods} pods, "
           f"{len(events)} events, {n_series} metric series, {n_lines} log lines")
 

@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from generate_large import GENERATOR_VERSION  # noqa: E402  (the generator beside this script)
 
 FLOOR = """
 import gc, os, sys, orjson
@@ -220,7 +223,9 @@ def snapshot_bytes(snap: Path) -> int:
 
 def generate(scale: float) -> Path:
     out = Path(tempfile.gettempdir()) / f"kd-bench-{scale:g}"
-    if not (out / "manifest.json").exists():
+    manifest = out / "manifest.json"
+    if not manifest.exists() or json.loads(manifest.read_text()).get("benchGenerator") != GENERATOR_VERSION:
+        shutil.rmtree(out, ignore_errors=True)
         subprocess.run([sys.executable, str(ROOT / "bench" / "generate_large.py"), str(out), "--scale", str(scale)],
                        check=True, stdout=subprocess.DEVNULL)
     return out
@@ -405,8 +410,7 @@ def measure_live(snap: Path, repeat: int) -> dict[str, LiveRun]:
             return (status, hdrs, body, *delivery)
 
     objects = [item for p in sorted((snap / "objects").glob("*.json")) for item in json.loads(p.read_bytes())["items"]]
-    logs = {"kueue-system/kueue-controller-manager": "".join(
-        p.read_text() for p in sorted((snap / "logs").glob("*.log")))} if (snap / "logs").exists() else {}
+    logs = {str(p.relative_to(snap)): p.read_text() for p in sorted(snap.glob("logs/**/*.log"))}
     cluster = CountingCluster(with_queue_status(objects), logs)
     target = json.loads((snap / "manifest.json").read_text())["benchTarget"]
     results: dict[str, LiveRun] = {}

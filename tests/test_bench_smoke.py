@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from generate_large import CONTROLLER_POD, LOG_FILE  # noqa: E402
 
 
 def test_generator_is_deterministic_and_scales(tmp_path: Path) -> None:
@@ -20,8 +22,13 @@ def test_generator_is_deterministic_and_scales(tmp_path: Path) -> None:
     for out in (a, b):
         subprocess.run([sys.executable, str(ROOT / "bench" / "generate_large.py"), str(out), "--scale", "0.02"],
                        check=True, capture_output=True)
-    for rel in ("objects/workloads.json", "metrics/kueue.om", "logs/kueue-controller-manager.log"):
+    for rel in ("objects/workloads.json", "metrics/kueue.om", LOG_FILE, "objects/controller.json"):
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+    # Kueue's controller is there, as on every cluster running Kueue, and its log is where a snapshot keeps it
+    controller = json.loads((a / "objects" / "controller.json").read_text())["items"]
+    assert {(o["kind"], o["metadata"]["name"]) for o in controller} >= {("Pod", CONTROLLER_POD),
+                                                                        ("Deployment", "kueue-controller-manager")}
+    assert LOG_FILE == f"logs/kueue-system/{CONTROLLER_POD}/manager.log"
     kueue = json.loads((a / "objects" / "kueue.json").read_text())["items"]
     parents = {o["metadata"]["name"]: o["spec"].get("parentName") for o in kueue if o["kind"] == "Cohort"}
     # three cohort levels: org → division → root

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kueuediag.config import Settings
 from kueuediag.engine import diagnose
 from kueuediag.live import LiveOptions, collect_for_why, take_snapshot
 from kueuediag.live.redact import redact, redact_target
-from kueuediag.live.sanitize import REDACTED, sanitize_metrics, scrub_text
+from kueuediag.live.sanitize import REDACTED, TRIGGER_WORDS, has_trigger, sanitize_log, sanitize_metrics, scrub_text
 from kueuediag.live.write import write_snapshot
 from kueuediag.registry import discover
 from kueuediag.snapshot.kueue import workloads
@@ -118,6 +120,48 @@ def test_planted_secrets_never_reach_a_snapshot(api_server: ServerFactory, live_
 ])
 def test_scrub_text(text: str, expected: str) -> None:
     assert scrub_text(text) == expected
+
+
+_TRIGGER_REGEX = re.compile("(?i)" + "|".join(re.escape(w) for w in TRIGGER_WORDS))
+"""what the pre-filter used to be: one case-insensitive regular expression"""
+
+
+def test_the_trigger_check_finds_every_spelling_a_case_insensitive_regex_finds() -> None:
+    """Every character a case-insensitive regex takes for a letter of a trigger word (the Kelvin sign for k, the
+    long s, the dotted and dotless Turkish i...), put in that word, is still found."""
+    letters = {letter: re.compile("(?i)" + letter) for letter in sorted(set("".join(TRIGGER_WORDS)) - set(":/"))}
+    checked = 0
+    for cp in range(0x110000):
+        c = chr(cp)
+        for letter, same in letters.items():
+            if c != letter and same.fullmatch(c):
+                for word in (w for w in TRIGGER_WORDS if letter in w):
+                    assert has_trigger(f"x {word.replace(letter, c)} y"), (hex(cp), word)
+                    checked += 1
+    assert checked > 30  # the upper-case letters at least
+    assert has_trigger("PASSWORD") and has_trigger("X-Api-KEY") and has_trigger("https://h")
+    assert not has_trigger("nvidia.com/gpu in flavor h100") and not has_trigger("")
+
+
+@given(st.text(alphabet=st.sampled_from([*"abcdeikmnoprstuvwyADKSTZ/: -", "\u0130", "\u0131", "\u212a",
+                                          "\u017f", "\u00df"]), max_size=40))
+def test_the_trigger_check_is_never_narrower_than_the_regex(text: str) -> None:
+    if _TRIGGER_REGEX.search(text):
+        assert has_trigger(text)
+
+
+def test_logs_are_scrubbed_line_by_line_with_a_value_on_the_following_line() -> None:
+    clean = '{"level":"info","msg":"Workload admitted","workload":{"name":"a","namespace":"b"}}'
+    text = "\n".join([clean, "2026-11-20 ERROR login failed token=s3cr3tA1 for u", clean,
+                      "db password:", "", "   hunt3rZ", clean, "export PGPASSWORD='q w e'", clean, ""])
+    out = sanitize_log(text)
+    assert out.split("\n") == [clean, f"2026-11-20 ERROR login failed token={REDACTED} for u", clean,
+                               "db password:", "", f"   {REDACTED}", clean, f"export PGPASSWORD='{REDACTED}'",
+                               clean, ""]
+    assert sanitize_log(clean + "\n" + clean) == clean + "\n" + clean
+    # the same result as scrubbing the whole text at once, where no value sits more than a line away
+    planted = "\n".join([clean, "auth failed: Authorization: Bearer abcdefghijk", "ok", "curl https://u:pw@h/x"] * 3)
+    assert sanitize_log(planted) == scrub_text(planted)
 
 
 def test_metric_label_values_are_scrubbed() -> None:
