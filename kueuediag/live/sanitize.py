@@ -215,7 +215,19 @@ def _sanitize_pod_spec(spec: Any) -> None:
                 _sanitize_container(c)
 
 
-def _walk(node: Any, key: str | None = None, depth: int = 0) -> Any:
+_OWN_WALK = frozenset({"annotations", "labels"})
+"""keys the dict walker never descends into: `sanitize_metadata` has handled them"""
+_VALIDATED = _OWN_WALK | {"resources", "ownerReferences", "tolerations", "nodeSelector", "affinity",
+                          "resourceRequests", "podSetAssignments", "capacity", "allocatable"}
+"""…and, in the API's own kinds and Kueue's, fields whose every string the API server validates as a name, a label
+key or value, an enum or a quantity (no whitespace, no ``:`` or ``=``, which every scrubber needs): the walk skips
+them (a quarter of a Pod's or Workload's values; about a tenth of the walk's time)"""
+_KNOWN_GROUPS = frozenset({"", "batch", "apps", "kueue.x-k8s.io", "scheduling.k8s.io"})
+"""API groups whose kinds' schemas are Kubernetes' and Kueue's own; any other kind (a workload owner's CRD) is walked
+whole, whatever its fields are called"""
+
+
+def _walk(node: Any, key: str | None = None, depth: int = 0, skip: frozenset[str] = _OWN_WALK) -> Any:
     """Sanitize in place by structure (pod specs, metadata anywhere) and scrub every free-text string.
 
     Values are replaced in place (a dict's keys never change while it is walked); only strings in which the cheap
@@ -225,15 +237,15 @@ def _walk(node: Any, key: str | None = None, depth: int = 0) -> Any:
     `isinstance` for anything else, and the pre-filter's memo is read inline.
     """
     if type(node) is dict:
-        return _walk_dict(node, depth)
+        return _walk_dict(node, depth, skip)
     if type(node) is list:
-        return _walk_list(node, key, depth)
+        return _walk_list(node, key, depth, skip)
     if depth > 40:
         return node
     if isinstance(node, dict):
-        return _walk_dict(node, depth)
+        return _walk_dict(node, depth, skip)
     if isinstance(node, list):
-        return _walk_list(node, key, depth)
+        return _walk_list(node, key, depth, skip)
     if isinstance(node, str) and key not in _NOT_FREE_TEXT:
         return scrub_text(node)
     return node
@@ -242,7 +254,7 @@ def _walk(node: Any, key: str | None = None, depth: int = 0) -> Any:
 _SCALARS = (int, float, bool, type(None))
 
 
-def _walk_dict(node: dict[str, Any], depth: int) -> dict[str, Any]:
+def _walk_dict(node: dict[str, Any], depth: int, skip: frozenset[str] = _OWN_WALK) -> dict[str, Any]:
     if depth > 40:
         return node
     if "containers" in node and isinstance(node["containers"], list):
@@ -261,21 +273,21 @@ def _walk_dict(node: dict[str, Any], depth: int) -> dict[str, Any]:
                 if hit:
                     node[k] = scrub_text(v)
         elif t is dict:
-            if k != "annotations" and k != "labels":  # those two: sanitize_metadata
-                _walk_dict(v, depth + 1)
+            if k not in skip:
+                _walk_dict(v, depth + 1, skip)
         elif t is list:
-            if k != "annotations" and k != "labels":
-                _walk_list(v, k, depth + 1)
+            if k not in skip:
+                _walk_list(v, k, depth + 1, skip)
         elif t not in _SCALARS:
             if isinstance(v, str):
                 if k not in _NOT_FREE_TEXT and _may_hold_secret(v):
                     node[k] = scrub_text(v)
-            elif isinstance(v, (dict, list)) and k not in ("annotations", "labels"):
-                _walk(v, k, depth + 1)
+            elif isinstance(v, (dict, list)) and k not in skip:
+                _walk(v, k, depth + 1, skip)
     return node
 
 
-def _walk_list(node: list[Any], key: str | None, depth: int) -> list[Any]:
+def _walk_list(node: list[Any], key: str | None, depth: int, skip: frozenset[str] = _OWN_WALK) -> list[Any]:
     if depth > 40:
         return node
     free_text = key not in _NOT_FREE_TEXT
@@ -290,15 +302,15 @@ def _walk_list(node: list[Any], key: str | None, depth: int) -> list[Any]:
                 if hit:
                     node[i] = scrub_text(item)
         elif t is dict:
-            _walk_dict(item, depth + 1)
+            _walk_dict(item, depth + 1, skip)
         elif t is list:
-            _walk_list(item, key, depth + 1)
+            _walk_list(item, key, depth + 1, skip)
         elif t not in _SCALARS:
             if isinstance(item, str):
                 if free_text and _may_hold_secret(item):
                     node[i] = scrub_text(item)
             elif isinstance(item, (dict, list)):
-                _walk(item, key, depth + 1)
+                _walk(item, key, depth + 1, skip)
     return node
 
 
@@ -347,8 +359,16 @@ def sanitize_owned_object(out: dict[str, Any]) -> dict[str, Any]:
         for key in ("data", "binaryData"):
             if isinstance(out.get(key), dict):
                 out[key] = dict.fromkeys(out[key], REDACTED)
-    _walk(out)
+    _walk(out, skip=_VALIDATED if _group(out.get("apiVersion")) in _KNOWN_GROUPS else _OWN_WALK)
     return out
+
+
+def _group(api_version: Any) -> str | None:
+    """The API group of an apiVersion ("batch/v1" → "batch", "v1" → ""); None when it is not a string."""
+    if not isinstance(api_version, str):
+        return None
+    group, _, _ = api_version.rpartition("/")
+    return group
 
 
 def sanitize_log(text: str) -> str:

@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kueuediag.live import LiveOptions, collect_for_why, take_snapshot
 from kueuediag.live.write import write_snapshot
 from kueuediag.snapshot.reader import RawSnapshot
@@ -166,3 +168,50 @@ def test_the_walk_treats_subclasses_like_the_plain_types_and_stops_at_depth_40()
     while "next" in node:
         node = node["next"]
     assert node["message"] == "password=deepvalue"  # beyond the walk's depth bound: untouched, as before
+
+
+def _every_fixture_object() -> list[dict[str, Any]]:
+    from kueuediag.snapshot.reader import read_snapshot
+    from tests.conftest import FIXTURES
+
+    objs: list[dict[str, Any]] = []
+    for snap in sorted((FIXTURES / "snapshots").iterdir()):
+        if snap.is_dir():
+            objs.extend(read_snapshot(snap).dicts())
+    return objs
+
+
+def test_skipping_the_validated_fields_of_known_kinds_changes_nothing(bench_dir: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fields whose strings the API server validates (quantities, label values, names: `_VALIDATED`) are not walked
+    in Kubernetes' and Kueue's own kinds: every fixture object and every object of the generated cluster comes out
+    exactly as the whole walk leaves it."""
+    import orjson
+
+    from kueuediag.live import sanitize
+
+    objs = _every_fixture_object()
+    objs += [o for p in sorted((bench_dir / "objects").glob("*.json")) for o in json.loads(p.read_text())["items"]]
+    skipped = [o for o in objs if sanitize._group(o.get("apiVersion")) in sanitize._KNOWN_GROUPS]
+    assert len(skipped) > 1000 and {o["kind"] for o in skipped} >= {"Pod", "Job", "Workload", "Node", "ClusterQueue"}
+    skipping = [orjson.dumps(sanitize.sanitize_owned_object(copy.deepcopy(o))) for o in objs]
+    monkeypatch.setattr(sanitize, "_KNOWN_GROUPS", frozenset())  # every kind walked whole
+    for obj, got in zip(objs, skipping, strict=True):
+        assert got == orjson.dumps(sanitize.sanitize_owned_object(copy.deepcopy(obj))), \
+            (obj.get("kind"), (obj.get("metadata") or {}).get("name"))
+
+
+def test_a_custom_resource_is_walked_whole_whatever_its_fields_are_called() -> None:
+    """Only the API's own kinds and Kueue's skip `_VALIDATED` fields: a custom resource's `resources` or `affinity`
+    may be free text, and is scrubbed like every other string."""
+    from kueuediag.live.sanitize import REDACTED, sanitize_owned_object
+
+    spec = {"resources": ["db password=Kq9CustomA"], "affinity": {"note": "token: Kq9CustomB"}}
+    custom = sanitize_owned_object({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"},
+                                    "spec": copy.deepcopy(spec)})
+    assert custom["spec"] == {"resources": [f"db password={REDACTED}"], "affinity": {"note": f"token: {REDACTED}"}}
+    own = sanitize_owned_object({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                                 "spec": copy.deepcopy(spec),
+                                 "status": {"conditions": [{"type": "Failed", "message": "token: Kq9CustomC"}]}})
+    assert own["spec"] == spec  # the API server would have refused these strings in a Job's validated fields
+    assert own["status"]["conditions"][0]["message"] == f"token: {REDACTED}"  # every other field: walked
