@@ -41,8 +41,10 @@ from kueuediag.snapshot.reader import FORMAT, RawSnapshot
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-GZIP_LEVEL = 6
-"""gzip's own default: half the CPU of tarfile's level 9 on a large snapshot, for an archive about 3 % larger"""
+GZIP_LEVEL = 3
+"""zlib's fastest strategy at its best ratio: on the generated cluster's archive (60 MB of tar) 0.14 s of CPU
+against 0.32 s at gzip's default 6, for an archive 28 % larger (level 1: as fast, 33 % larger); the compression
+is what `snapshot -A` waits for once the last answer is in"""
 
 
 def _json_value(value: Any) -> Any:
