@@ -8,7 +8,8 @@ transfer of its own requests (as ``bench/run.py --live-only`` measures one build
 The development VM's speed drifts by a third within minutes and other sessions share its two cores: a figure
 measured minutes before another says little about a change. Here the builds take turns (the order flips every
 round) in the same minutes against the same server, and every line carries the load average when it started;
-the medians and the pairs are what to compare. Prints nothing else and asserts nothing.
+the medians and the pairs are what to compare. Each build runs with ``-P`` from its own installation (it prints
+where each build's ``kueuediag`` is, and refuses two that are the same). Prints nothing else and asserts nothing.
 """
 
 from __future__ import annotations
