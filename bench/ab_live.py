@@ -46,12 +46,10 @@ def main() -> None:
         sys.exit("the builds import the same kueuediag: nothing to compare")
 
     from tests.live.apiserver import TOKEN, ApiServer, FakeCluster  # noqa: PLC0415
-    from tests.live.kueue_status import with_queue_status  # noqa: PLC0415
 
     snap = bench.generate(args.scale)
-    objects = [i for p in sorted((snap / "objects").glob("*.json")) for i in json.loads(p.read_bytes())["items"]]
-    logs = {str(p.relative_to(snap)): p.read_text() for p in sorted(snap.glob("logs/**/*.log"))}
-    cluster = FakeCluster(with_queue_status(objects), logs=logs)
+    objects, logs = bench.served(snap)
+    cluster = FakeCluster(objects, logs=logs)
     ratios: dict[str, list[tuple[float, float, float]]] = {label: [] for label in builds}
     with ApiServer(cluster) as server, tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, KUBECONFIG=str(server.kubeconfig(Path(tmp))))

@@ -386,6 +386,18 @@ class LiveRun:
     """seconds to GET the same requests again with a bare HTTP client, reading and dropping each body"""
 
 
+def served(snap: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """What the test API server serves for a generated snapshot: its objects, with the ClusterQueue usage Kueue's
+    controller would have written (tests/live/kueue_status.py), and its logs under their snapshot paths (the
+    server answers a pod's log request from `logs/<namespace>/<pod>/<container>.log`)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.live.kueue_status import with_queue_status  # noqa: PLC0415
+
+    objects = [item for p in sorted((snap / "objects").glob("*.json")) for item in json.loads(p.read_bytes())["items"]]
+    logs = {str(p.relative_to(snap)): p.read_text() for p in sorted(snap.glob("logs/**/*.log"))}
+    return with_queue_status(objects), logs
+
+
 def measure_live(snap: Path, repeat: int) -> dict[str, LiveRun]:
     """`why` and `snapshot -A` against the local test API server serving the snapshot's objects.
 
@@ -395,7 +407,6 @@ def measure_live(snap: Path, repeat: int) -> dict[str, LiveRun]:
     """
     sys.path.insert(0, str(ROOT))
     from tests.live.apiserver import TOKEN, ApiServer, FakeCluster  # noqa: PLC0415
-    from tests.live.kueue_status import with_queue_status  # noqa: PLC0415
 
     class CountingCluster(FakeCluster):
         def __init__(self, objects: list[dict[str, Any]], logs: dict[str, str]) -> None:
@@ -409,9 +420,8 @@ def measure_live(snap: Path, repeat: int) -> dict[str, LiveRun]:
                 self.sent += len(body)
             return (status, hdrs, body, *delivery)
 
-    objects = [item for p in sorted((snap / "objects").glob("*.json")) for item in json.loads(p.read_bytes())["items"]]
-    logs = {str(p.relative_to(snap)): p.read_text() for p in sorted(snap.glob("logs/**/*.log"))}
-    cluster = CountingCluster(with_queue_status(objects), logs)
+    objects, logs = served(snap)
+    cluster = CountingCluster(objects, logs)
     target = json.loads((snap / "manifest.json").read_text())["benchTarget"]
     results: dict[str, LiveRun] = {}
     with ApiServer(cluster) as server, tempfile.TemporaryDirectory() as tmp:
