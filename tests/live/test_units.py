@@ -33,6 +33,8 @@ from tests.live.fixture_gen import large
     (["sh", "-c", "export API_TOKEN=abc123 && python t.py"],
      ["sh", "-c", "export API_TOKEN=<redacted> && python t.py"]),
     (["--steps", "1000", "--config", "/c.yaml"], ["--steps", "1000", "--config", "/c.yaml"]),
+    # a secret-looking flag name is kept (its value is the next argument), but what it carries is still scrubbed
+    (["--tokenhttps://u:pw@host/x", "v"], ["--tokenhttps://<redacted>@host/x", REDACTED]),
 ])
 def test_sanitize_args(args: list[str], expected: list[str]) -> None:
     assert sanitize_args(args) == expected
@@ -223,3 +225,4 @@ def test_the_snapshot_path_imports_neither_the_analyses_nor_the_loader() -> None
     assert _python(code) == ""
     code = "import kueuediag.snapshot as s; print(s.Snapshot.__name__, s.load_snapshot.__name__, s.Part.__name__)"
     assert _python(code).split() == ["Snapshot", "load_snapshot", "Part"]
+
