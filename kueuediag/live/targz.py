@@ -23,14 +23,15 @@ WINDOW = 32 * 1024
 _ENCODING = sys.getfilesystemencoding()  # what tarfile.open(mode="w|") writes names with
 
 
-def member_bytes(name: str, data: bytes, mtime: int) -> bytes:
-    """One tar member as `tarfile` streams it: the header (PAX, mode 0600), the data, zeros to the next block."""
+def member_parts(name: str, data: bytes, mtime: int) -> tuple[bytes, bytes, bytes]:
+    """One tar member as `tarfile` streams it, in three parts: the header (PAX, mode 0600), the data, zeros to the next
+    block."""
     info = tarfile.TarInfo(name)
     info.size = len(data)
     info.mtime = mtime
     info.mode = 0o600
-    pad = -len(data) % tarfile.BLOCKSIZE
-    return info.tobuf(tarfile.DEFAULT_FORMAT, _ENCODING, "surrogateescape") + data + tarfile.NUL * pad
+    return (info.tobuf(tarfile.DEFAULT_FORMAT, _ENCODING, "surrogateescape"), data,
+            tarfile.NUL * (-len(data) % tarfile.BLOCKSIZE))
 
 
 def _deflate(block: memoryview, window: memoryview, level: int) -> bytes:
@@ -73,13 +74,20 @@ class TarGzWriter:
         """Queue the member `top/rel` holding `data`; write the members whose compression is done, and wait for
         the oldest only when more than two blocks' worth of bytes per worker are waiting (a snapshot's many small
         files would otherwise make the encoding thread wait for every few of them)."""
-        member = member_bytes(f"{self._top}/{rel}", data, self._mtime)
-        view = memoryview(member)
-        self._crc = zlib.crc32(view, self._crc)  # releases the interpreter on large buffers, like the compression
-        blocks = [self._pool.submit(_deflate, view[i:i + BLOCK], view[max(0, i - WINDOW):i], self._level)
-                  for i in range(0, len(member), BLOCK)]
-        self._pending.append((blocks, len(member)))
-        self._waiting += len(member)
+        head, data, pad = member_parts(f"{self._top}/{rel}", data, self._mtime)
+        # A small member is framed in one piece; a large one's header, data and padding are compressed as pieces of
+        # their own (deflate segments ended on byte boundaries follow each other in any number), not copied together.
+        pieces = (head + data + pad,) if len(data) < BLOCK else (head, data, pad)
+        blocks: list[Future[bytes]] = []
+        size = 0
+        for piece in pieces:
+            view = memoryview(piece)
+            self._crc = zlib.crc32(view, self._crc)  # releases the interpreter on large buffers, like the compression
+            blocks += [self._pool.submit(_deflate, view[i:i + BLOCK], view[max(0, i - WINDOW):i], self._level)
+                       for i in range(0, len(piece), BLOCK)]
+            size += len(piece)
+        self._pending.append((blocks, size))
+        self._waiting += size
         while self._pending and (all(f.done() for f in self._pending[0][0])
                                  or self._waiting > 2 * self._workers * BLOCK):
             self._write_oldest()

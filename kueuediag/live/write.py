@@ -62,8 +62,8 @@ def _list_json(doc: dict[str, Any]) -> bytes:
     Workloads and Jobs); what orjson refuses (integers beyond 64 bits, lone surrogates) is written by :mod:`json`,
     to the same text. Keys that are not strings (YAML-read objects) take orjson's slower path for them."""
     for option in (orjson.OPT_UTC_Z, orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z):
-        try:
-            return orjson.dumps(doc, default=_json_value, option=option) + b"\n"
+        try:  # the newline written by orjson: `+ b"\n"` would copy the whole file once more
+            return orjson.dumps(doc, default=_json_value, option=option | orjson.OPT_APPEND_NEWLINE)
         except (TypeError, orjson.JSONEncodeError):
             continue
     return (json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=_json_value) + "\n").encode()
@@ -83,15 +83,20 @@ def object_files(objs: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any
     """relative path → the objects of that List file (one per namespace and kind), in the order given."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     paths: dict[tuple[Any, Any], str] = {}
+    last: tuple[Any, Any, list[dict[str, Any]]] = (object(), object(), [])
     for obj in objs:
         ns = (obj.get("metadata") or {}).get("namespace")
         kind = obj.get("kind")
+        if ns == last[0] and kind == last[1]:  # a collected snapshot's objects come sorted by kind and namespace
+            last[2].append(obj)
+            continue
         where = paths.get((ns, kind))
         if where is None:
             name = _safe(str(kind or "Unknown").lower())
             where = paths[(ns, kind)] = f"objects/namespaces/{_safe(ns)}/{name}.json" if ns else \
                 f"objects/cluster/{name}.json"
-        groups[where].append(obj)
+        last = (ns, kind, groups[where])
+        last[2].append(obj)
     return groups
 
 

@@ -226,3 +226,14 @@ def test_the_snapshot_path_imports_neither_the_analyses_nor_the_loader() -> None
     code = "import kueuediag.snapshot as s; print(s.Snapshot.__name__, s.load_snapshot.__name__, s.Part.__name__)"
     assert _python(code).split() == ["Snapshot", "load_snapshot", "Part"]
 
+
+def test_collected_objects_are_handed_out_by_kind_namespace_and_name_even_when_a_kind_mixes_scopes() -> None:
+    from kueuediag.live.collect import _sorted_keys
+
+    # a missing namespace counts as "" (a cluster-scoped object first within its kind), as it always has
+    keys = {("Pod", "b", "x"): 1, ("Event", None, "e2"): 2, ("Pod", "a", "y"): 3, ("Event", "ns", "e1"): 4,
+            ("Node", None, "n1"): 5, ("Event", "", "e0"): 6}
+    assert _sorted_keys(keys) == [("Event", "", "e0"), ("Event", None, "e2"), ("Event", "ns", "e1"),
+                                  ("Node", None, "n1"), ("Pod", "a", "y"), ("Pod", "b", "x")]
+    del keys[("Event", None, "e2")], keys[("Event", "", "e0")]
+    assert _sorted_keys(keys) == sorted(keys)
