@@ -105,6 +105,10 @@ class Run:
     copy-on-write with its parent once per process, so it overstates what the tree holds"""
     tree_pss_mib: float = 0.0
     """peak of the summed PSS (shared pages split among the processes sharing them): what the tree holds"""
+    system: float = 0.0
+    """the system part of `cpu`: mostly page faults for a process that builds a large object graph"""
+    faults: int = 0
+    """minor page faults (wait4): each is a page of memory the process touched for the first time"""
 
 
 class TreeMemory(threading.Thread):
@@ -186,7 +190,7 @@ def run_once(cmd: Sequence[str], env: dict[str, str] | None = None, ok: Sequence
         out.seek(0)
         return Run(elapsed, usage.ru_maxrss / 1024, out.read().decode(), usage.ru_utime + usage.ru_stime,
                    err.decode(errors="replace"), (sampler.rss_kib / 1024) if sampler else 0.0,
-                   (sampler.pss_kib / 1024) if sampler else 0.0)
+                   (sampler.pss_kib / 1024) if sampler else 0.0, usage.ru_stime, usage.ru_minflt)
 
 
 def best(cmd: Sequence[str], repeat: int, env: dict[str, str] | None = None, tree: bool = False) -> Run:
@@ -384,6 +388,10 @@ class LiveRun:
     this includes waiting for the interpreter)"""
     replay: float = float("nan")
     """seconds to GET the same requests again with a bare HTTP client, reading and dropping each body"""
+    system: float = 0.0
+    """the system part of `cpu`"""
+    faults: int = 0
+    """minor page faults: the system time they cost moves with the VM's host (see docs/performance.md)"""
 
 
 def served(snap: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
@@ -444,7 +452,8 @@ def measure_live(snap: Path, repeat: int) -> dict[str, LiveRun]:
                 listing = Path(tmp) / "requests.json"
                 listing.write_text(json.dumps([[r.path, r.query] for r in asked]))
                 replay = run_once([sys.executable, "-c", REPLAY, server.url, TOKEN, str(listing)], ok=(0,))
-                runs.append(LiveRun(run.seconds, run.cpu, len(asked), sent, transfer, float(replay.stdout)))
+                runs.append(LiveRun(run.seconds, run.cpu, len(asked), sent, transfer, float(replay.stdout),
+                                    run.system, run.faults))
                 (Path(tmp) / "snap.tar.gz").unlink(missing_ok=True)
             results[label] = min(runs, key=lambda r: r.wall)
     why, full = results["live why"], results["snapshot -A"]
@@ -453,7 +462,8 @@ def measure_live(snap: Path, repeat: int) -> dict[str, LiveRun]:
           f"in requests {why.transfer:.2f} s, cpu {why.cpu:.2f} s (targets ≤ 60 requests, ≤ 25 %, ≤ 10 s)")
     print(f"snapshot -A     {full.wall:9.2f} s    {full.requests} requests, {full.sent / 2**20:.1f} MiB, "
           f"pure transfer {full.replay:.2f} s: wall = {full.wall / max(full.replay, 1e-9):.2f}× the transfer "
-          f"(target ≤ 2×), in requests {full.transfer:.2f} s, cpu {full.cpu:.2f} s")
+          f"(target ≤ 2×), in requests {full.transfer:.2f} s, cpu {full.cpu:.2f} s (system {full.system:.2f} s for "
+          f"{full.faults:,} page faults)")
     return results
 
 
