@@ -10,7 +10,8 @@ What is read, and why (issue 4):
 * the nodes selected by the tree's flavors (one LIST per distinct nodeLabels selector) and the pods bound to
   them (ONE paginated LIST with ``fieldSelector=spec.nodeName!=,...``, filtered client-side);
 * the visibility API's pending positions for the ClusterQueue and the LocalQueue;
-* the Kueue controller pods and Deployments, and the last ``--since`` of the manager's logs;
+* the Kueue controller pods and Deployments, and the last ``--since`` of the manager's logs (read first, on a thread
+  of their own, while the objects are read: the largest single answer, and a slow one through the kubelet);
 * Prometheus range queries when ``--prometheus-url`` is given.
 
 A 403 on any part is recorded in the manifest ``errors`` ({what, error}) and the rest continues; the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -91,6 +93,9 @@ class Collector:
         self.workload_namespaces: set[str] = set()
         """otherwise: the namespaces whose Workloads were all read (the manifest's `namespaces`)"""
         self.scope: dict[str, Any] | None = None
+        self._log_reader: ThreadPoolExecutor | None = None
+        self._logs_ahead: list[tuple[str, str, Future[str]]] = []
+        """(snapshot path, the permission it needs, the log being read) for each manager's log"""
         self.started = time.monotonic()
         self.captured_at = datetime.now(UTC).replace(microsecond=0)
 
@@ -122,6 +127,12 @@ class Collector:
         if self.unreachable:
             report(what, "not collected: the Kubernetes API stopped answering")
             return None
+        return self._run(what, need, fn, soft=soft)
+
+    def _run(self, what: str, need: str, fn: Callable[[], T], *, soft: bool = False) -> T | None:
+        """`fn()`, its failure recorded under `what` (see `attempt`, which runs it only while time is left and the
+        API answers)."""
+        report = self.note if soft else self.error
         try:
             return fn()
         except ClusterUnavailable as exc:  # the API went away mid-way: keep what we have
@@ -385,6 +396,10 @@ class Collector:
                 self.add([_summary(doc, api, lq, ns, "LocalQueue")])
 
     def controller(self) -> None:
+        """The Kueue controller's pods and Deployment, and its managers' logs read on a thread of their own while the
+        collection goes on (`wait_for_logs` takes them): a manager's log is the largest single answer of a
+        collection (up to 32 MiB, through the kubelet on a real cluster), and it travels beside the object LISTs
+        instead of after them."""
         ns = self.options.kueue_namespace
         self.options.say(f"reading the Kueue controller in {ns}")
         pods = self.lst("controller status (list)", f"list pods in namespace {ns}",
@@ -402,6 +417,8 @@ class Collector:
             return
         managers = [p for p in pods if _is_manager(p)] or [p for p in pods if _phase(p) == "Running"]
         since = max(1, int(self.options.since.total_seconds()))
+        if managers and self._log_reader is None:
+            self._log_reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kueuediag-log")
         for pod in managers[:5]:
             pname = (pod.get("metadata") or {}).get("name") or ""
             containers = ((pod.get("spec") or {}).get("containers") or [])
@@ -415,13 +432,27 @@ class Collector:
                 continue
             path = resource_path("", "v1", "pods", ns, pname) + "/log"
             q = [("container", container), ("sinceSeconds", str(since))]
-            text = self.attempt("Kueue manager logs", f"get pods/log in namespace {ns}",
-                                partial(self.client.get_text, path, q, limit_bytes=MAX_LOG_BYTES))
+            assert self._log_reader is not None
+            self._logs_ahead.append((f"logs/{ns}/{pname}/{container}.log", f"get pods/log in namespace {ns}",
+                                     self._log_reader.submit(self._read_log, path, q)))
+
+    def _read_log(self, path: str, query: list[tuple[str, str]]) -> str:
+        return sanitize_log(self.client.get_text(path, query, limit_bytes=MAX_LOG_BYTES))
+
+    def wait_for_logs(self) -> None:
+        """The controller logs `controller` started reading, each kept or its failure recorded."""
+        for rel, need, reading in self._logs_ahead:
+            text = self._run("Kueue manager logs", need, reading.result)
             if text is not None:
-                self.logs[f"logs/{ns}/{pname}/{container}.log"] = sanitize_log(text)
+                self.logs[rel] = text
+        self._logs_ahead.clear()
+        if self._log_reader is not None:
+            self._log_reader.shutdown()
+            self._log_reader = None
 
     # --- result ----------------------------------------------------------------------------------------
     def raw(self, namespaces: list[str] | None) -> RawSnapshot:
+        self.wait_for_logs()
         manifest: dict[str, Any] = {
             "format": FORMAT,
             "capturedAt": self.captured_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -465,6 +496,7 @@ def collect(target: str, namespace: str | None, options: LiveOptions,
     client = client or make_client(options)
     c = Collector(client, options)
     c.discover()
+    c.controller()  # its log travels while the objects are read
     ns = namespace or options.namespace or client.default_namespace or "default"
     c.namespace_objects(ns)
     c.workload_owners({ns})
@@ -494,8 +526,8 @@ def collect(target: str, namespace: str | None, options: LiveOptions,
     c.nodes_and_bound_pods(flavors)
     c.cluster_scoped_events("ClusterQueue", cqs)
     c.visibility(cqs, lqs)
-    c.controller()
     _metrics(c, options)
+    c.wait_for_logs()
     for rec in client.log:
         c.options.verbose_line(f"  {rec.method} {rec.path} → {rec.status or 'ERR'} {rec.bytes}B {rec.seconds}s")
     c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
@@ -513,6 +545,7 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
     client = client or make_client(options)
     c = Collector(client, options)
     c.discover()
+    c.controller()  # its log travels while the objects are read
     c.kueue_cluster_objects()
     if namespaces is None:
         c.lst("namespaces (list)", "list namespaces", resource_path("", "v1", "namespaces"),
@@ -561,8 +594,8 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
     if options.pending_positions:
         c.visibility({n for (k, _, n), o in c.objects.items() if k == "ClusterQueue" and _has_pending(o)},
                      {(str(ns), n) for (k, ns, n), o in c.objects.items() if k == "LocalQueue" and _has_pending(o)})
-    c.controller()
     _metrics(c, options)
+    c.wait_for_logs()
     c.options.verbose_line(f"kueuediag: {client.stats.summary()}")
     return c.raw(sorted(namespaces) if namespaces is not None else None)
 

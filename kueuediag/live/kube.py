@@ -194,6 +194,8 @@ class KubeClient:
         self.default_namespace = default_namespace
         self.log: list[RequestRecord] = []
         self.stats = ClientStats()
+        self._record_lock = threading.Lock()
+        """requests may run on several threads (a LIST's next page, the controller's log): one count"""
 
     # --- construction -----------------------------------------------------------------------------------
     @classmethod
@@ -265,15 +267,16 @@ class KubeClient:
 
     def _record(self, method: str, path: str, status: int, size: int, start: float, attempt: int) -> None:
         seconds = self._clock() - start
-        self.log.append(RequestRecord(method, path, status, size, round(seconds, 4), attempt))
-        self.stats.seconds += seconds
-        self.stats.requests += 1
-        self.stats.bytes += size
-        self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
-        if attempt > 1:
-            self.stats.retries += 1
-        if status == 0 or status >= 400:
-            self.stats.errors += 1
+        with self._record_lock:
+            self.log.append(RequestRecord(method, path, status, size, round(seconds, 4), attempt))
+            self.stats.seconds += seconds
+            self.stats.requests += 1
+            self.stats.bytes += size
+            self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
+            if attempt > 1:
+                self.stats.retries += 1
+            if status == 0 or status >= 400:
+                self.stats.errors += 1
 
     def _backoff(self, attempt: int, headers: Mapping[str, str] | None) -> bool:
         """Sleep before the next attempt; False when the wait would cross the deadline (give up now)."""

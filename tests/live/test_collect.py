@@ -217,11 +217,16 @@ def test_api_going_away_mid_collection_keeps_what_was_read(api_server: ServerFac
     with api_server() as srv:
         api_client, cluster, _ = _load_api_client(str(srv.kubeconfig(tmp_path)), None)
         real = _kubernetes_transport(api_client)
-        sent = [0]
+        gone = [False]
+        after = [0]  # requests sent after the API server went away (the controller's log, read on its own thread
+        # from the start, is not counted: whether it is in flight then is a race)
 
         def flaky(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
-            sent[0] += 1
-            if sent[0] > 8:  # discovery + the namespace's objects, then the API server goes away
+            # discovery, the controller and the namespace's objects; the API server goes away at the first
+            # cluster-wide Kueue LIST
+            gone[0] = gone[0] or path.endswith("/clusterqueues")
+            if gone[0]:
+                after[0] += not path.endswith("/log")
                 raise ConnectionRefusedError("[Errno 111] Connection refused")
             return real(method, path, query, timeout)
 
@@ -232,7 +237,44 @@ def test_api_going_away_mid_collection_keeps_what_was_read(api_server: ServerFac
     assert errors["nodes (list)"] == "not collected: the Kubernetes API stopped answering"
     assert snap.get("Job", "llm-finetune", "team-a") is not None
     assert snap.part_unavailable(Part.WORKLOADS) is None and snap.part_unavailable(Part.QUEUES) is not None
-    assert sent[0] == 8 + 2  # one try and one retry, then no more requests
+    assert after[0] == 2  # one try and one retry, then no more requests
+
+
+@pytest.mark.parametrize("command", ["why", "snapshot -A"])
+def test_the_controller_log_travels_while_the_objects_are_read(command: str, api_server: ServerFactory,
+                                                              tmp_path: Path) -> None:
+    """A manager's log is the largest single answer (up to 32 MiB through the kubelet): it is read on a thread of its
+    own from the start of the collection, so the object reads go on while it travels, and it is counted once."""
+    import time
+
+    from kueuediag.live.collect import collect_cluster
+    from kueuediag.live.kube import Response, _kubernetes_transport, _load_api_client
+
+    with api_server() as srv:
+        api_client, cluster, _ = _load_api_client(str(srv.kubeconfig(tmp_path)), None)
+        real = _kubernetes_transport(api_client)
+        spans: list[tuple[str, float, float]] = []
+
+        def slow_log(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
+            start = time.monotonic()
+            if path.endswith("/log"):
+                time.sleep(0.5)  # a slow kubelet
+            try:
+                return real(method, path, query, timeout)
+            finally:
+                spans.append((path, start, time.monotonic()))
+
+        client = KubeClient(slow_log, cluster=cluster)
+        srv.cluster.logs = {rel: text + 'level=info msg="dsn=postgres://admin:Kq9LogSecret@db/x"\n'
+                            for rel, text in srv.cluster.logs.items()}
+        raw = (collect_for_why("job/llm-finetune", "team-a", LiveOptions(), client=client) if command == "why"
+               else collect_cluster(None, None, LiveOptions(), client=client))
+    ((log_start, log_end),) = [(start, end) for path, start, end in spans if path.endswith("/log")]
+    during = [path for path, start, _ in spans if log_start < start < log_end]
+    assert any("/workloads" in path for path in during), during  # the objects were read while the log travelled
+    (text,) = raw.logs.values()
+    assert "Workload re-queued" in text and "postgres://<redacted>@db" in text and "Kq9LogSecret" not in text
+    assert raw.manifest["errors"] == [] and raw.manifest["collector"]["requests"] == len(spans)
 
 
 def test_snapshot_request_count_is_bounded_for_a_large_cluster(api_server: ServerFactory, tmp_path: Path) -> None:
