@@ -22,9 +22,10 @@ make a whole part unusable (e.g. other namespaces' Workloads for a researcher wi
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -93,7 +94,6 @@ class Collector:
         self.workload_namespaces: set[str] = set()
         """otherwise: the namespaces whose Workloads were all read (the manifest's `namespaces`)"""
         self.scope: dict[str, Any] | None = None
-        self._log_reader: ThreadPoolExecutor | None = None
         self._logs_ahead: list[tuple[str, str, Future[str]]] = []
         """(snapshot path, the permission it needs, the log being read) for each manager's log"""
         self.started = time.monotonic()
@@ -417,8 +417,6 @@ class Collector:
             return
         managers = [p for p in pods if _is_manager(p)] or [p for p in pods if _phase(p) == "Running"]
         since = max(1, int(self.options.since.total_seconds()))
-        if managers and self._log_reader is None:
-            self._log_reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kueuediag-log")
         for pod in managers[:5]:
             pname = (pod.get("metadata") or {}).get("name") or ""
             containers = ((pod.get("spec") or {}).get("containers") or [])
@@ -432,9 +430,8 @@ class Collector:
                 continue
             path = resource_path("", "v1", "pods", ns, pname) + "/log"
             q = [("container", container), ("sinceSeconds", str(since))]
-            assert self._log_reader is not None
             self._logs_ahead.append((f"logs/{ns}/{pname}/{container}.log", f"get pods/log in namespace {ns}",
-                                     self._log_reader.submit(self._read_log, path, q)))
+                                     _in_background(partial(self._read_log, path, q))))
 
     def _read_log(self, path: str, query: list[tuple[str, str]]) -> str:
         return sanitize_log(self.client.get_text(path, query, limit_bytes=MAX_LOG_BYTES))
@@ -446,9 +443,6 @@ class Collector:
             if text is not None:
                 self.logs[rel] = text
         self._logs_ahead.clear()
-        if self._log_reader is not None:
-            self._log_reader.shutdown()
-            self._log_reader = None
 
     # --- result ----------------------------------------------------------------------------------------
     def raw(self, namespaces: list[str] | None) -> RawSnapshot:
@@ -601,6 +595,22 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+def _in_background(fn: Callable[[], T]) -> Future[T]:
+    """`fn()` on a daemon thread of its own: an interrupted run (Ctrl-C) exits at once instead of waiting for a
+    log still streaming (a pool's worker thread is joined at exit, up to a request's timeout and its retries)."""
+    result: Future[T] = Future()
+
+    def run() -> None:
+        if result.set_running_or_notify_cancel():
+            try:
+                result.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the result
+                result.set_exception(exc)
+
+    threading.Thread(target=run, name="kueuediag-log", daemon=True).start()
+    return result
+
+
 def _sorted_keys(objects: dict[tuple[str, Any, str], Any]) -> list[tuple[str, Any, str]]:
     """(kind, namespace, name) keys in order, a cluster-scoped object's namespace (None) first. The keys themselves
     compare as they are unless one kind has both (0.05 s instead of 0.09 s for the 63,000 objects of the half-size
@@ -608,7 +618,7 @@ def _sorted_keys(objects: dict[tuple[str, Any, str], Any]) -> list[tuple[str, An
     try:
         return sorted(objects)
     except TypeError:  # None against a namespace within one kind
-        return sorted(objects, key=lambda k: (k[0], k[1] or "", k[2]))
+        return sorted(objects, key=lambda k: (k[0], "" if k[1] is None else str(k[1]), k[2]))
 
 
 def forbidden(need: str) -> str:
