@@ -22,7 +22,6 @@ make a whole part unusable (e.g. other namespaces' Workloads for a researcher wi
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -40,6 +39,7 @@ from kueuediag.live.kube import (
     KubeClient,
     KubeError,
     NotFound,
+    in_background,
     resource_path,
 )
 from kueuediag.live.options import LiveOptions
@@ -431,7 +431,7 @@ class Collector:
             path = resource_path("", "v1", "pods", ns, pname) + "/log"
             q = [("container", container), ("sinceSeconds", str(since))]
             self._logs_ahead.append((f"logs/{ns}/{pname}/{container}.log", f"get pods/log in namespace {ns}",
-                                     _in_background(partial(self._read_log, path, q))))
+                                     in_background(partial(self._read_log, path, q), "kueuediag-log")))
 
     def _read_log(self, path: str, query: list[tuple[str, str]]) -> str:
         return sanitize_log(self.client.get_text(path, query, limit_bytes=MAX_LOG_BYTES))
@@ -595,22 +595,6 @@ def collect_cluster(namespaces: list[str] | None, since: timedelta | None, optio
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
-def _in_background(fn: Callable[[], T]) -> Future[T]:
-    """`fn()` on a daemon thread of its own: an interrupted run (Ctrl-C) exits at once instead of waiting for a
-    log still streaming (a pool's worker thread is joined at exit, up to a request's timeout and its retries)."""
-    result: Future[T] = Future()
-
-    def run() -> None:
-        if result.set_running_or_notify_cancel():
-            try:
-                result.set_result(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the result
-                result.set_exception(exc)
-
-    threading.Thread(target=run, name="kueuediag-log", daemon=True).start()
-    return result
-
-
 def _sorted_keys(objects: dict[tuple[str, Any, str], Any]) -> list[tuple[str, Any, str]]:
     """(kind, namespace, name) keys in order, a cluster-scoped object's namespace (None) first. The keys themselves
     compare as they are unless one kind has both (0.05 s instead of 0.09 s for the 63,000 objects of the half-size

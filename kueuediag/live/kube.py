@@ -28,9 +28,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 from kueuediag import jsonload
@@ -88,6 +89,26 @@ class _LoweredSwitchInterval:
 
 
 _responsive_reader = _LoweredSwitchInterval()
+
+
+T = TypeVar("T")
+
+
+def in_background(fn: Callable[[], T], name: str) -> Future[T]:
+    """`fn()` on a daemon thread of its own (a LIST's next page, a controller's log): a run that ends or is interrupted
+    (Ctrl-C) while a request is still in flight exits at once, where a pool's worker thread is joined at exit (up to
+    a request's timeout and its retries)."""
+    result: Future[T] = Future()
+
+    def run() -> None:
+        if result.set_running_or_notify_cancel():
+            try:
+                result.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the result
+                result.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return result
 
 
 class KubeError(Exception):
@@ -356,17 +377,15 @@ class KubeClient:
 
         items: list[dict[str, Any]] = []
         with contextlib.ExitStack() as stack:
-            pool = None
             if on_page is not None:
-                pool = stack.enter_context(ThreadPoolExecutor(max_workers=1))
                 stack.enter_context(_responsive_reader.held())
             doc = self.get(path, query(None))
             while True:
                 page = _page_items(doc, kind, api_version)
                 token = (doc.get("metadata") or {}).get("continue") or None
                 ahead: Future[dict[str, Any]] | None = None
-                if token and pool is not None:
-                    ahead = pool.submit(self.get, path, query(token))
+                if token and on_page is not None:
+                    ahead = in_background(partial(self.get, path, query(token)), "kueuediag-page")
                 items.extend(page)
                 if on_page is not None:
                     on_page(page)

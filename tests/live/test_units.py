@@ -239,18 +239,18 @@ def test_collected_objects_are_handed_out_by_kind_namespace_and_name_even_when_a
     assert _sorted_keys(keys) == sorted(keys)
 
 
-def test_a_log_still_streaming_never_holds_the_process_at_exit() -> None:
-    """The controller's log is read on a daemon thread: a run that ends (or is interrupted) while it still streams
-    exits at once; a pool's worker thread would be joined at exit, here forever."""
+def test_a_request_still_in_flight_never_holds_the_process_at_exit() -> None:
+    """A LIST's next page and the controller's log are read on daemon threads: a run that ends (or is interrupted)
+    while one is still in flight exits at once; a pool's worker thread would be joined at exit, here forever."""
     import subprocess
     import sys
 
-    from kueuediag.live.collect import _in_background
+    from kueuediag.live.kube import in_background
 
-    assert _in_background(lambda: "log").result(5) == "log"
+    assert in_background(lambda: "log", "t").result(5) == "log"
     with pytest.raises(KeyError):
-        _in_background(lambda: {}["missing"]).result(5)
-    code = ("import threading\nfrom kueuediag.live.collect import _in_background\n"
-            "_in_background(threading.Event().wait)\nprint('done')\n")
+        in_background(lambda: {}["missing"], "t").result(5)
+    code = ("import threading\nfrom kueuediag.live.kube import in_background\n"
+            "in_background(threading.Event().wait, 'kueuediag-log')\nprint('done')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout == "done\n"
