@@ -323,18 +323,15 @@ def _walk_list(node: list[Any], key: str | None, depth: int, skip: frozenset[str
 def sanitize_metadata(meta: dict[str, Any]) -> None:
     """Metadata (an object's or a pod template's): last-applied dropped, secret-keyed values replaced."""
     annotations = meta.get("annotations")
-    memo = _SECRET_KEY_MEMO
     if isinstance(annotations, dict):
         annotations.pop(LAST_APPLIED, None)
         for k, v in annotations.items():  # values replaced in place: the keys do not change
             if isinstance(v, str):
-                secret = memo.get(k)
-                annotations[k] = REDACTED if (_secret_key(k) if secret is None else secret) else scrub_text(v)
+                annotations[k] = REDACTED if _secret_key(k) else scrub_text(v)
     labels = meta.get("labels")
     if isinstance(labels, dict):
         for k, v in labels.items():
-            secret = memo.get(k)
-            if (_secret_key(k) if secret is None else secret) and isinstance(v, str) and v:
+            if _secret_key(k) and isinstance(v, str) and v:
                 labels[k] = "redacted"  # a label value must stay a valid label value
     mf = meta.get("managedFields")
     if isinstance(mf, list):
@@ -352,6 +349,9 @@ def _secret_key(key: Any) -> bool:
     objects carry the same few label and annotation keys tens of thousands of times)."""
     if not isinstance(key, str):  # a YAML-read map may have other keys: never a secret's name
         return False
+    known = _SECRET_KEY_MEMO.get(key)
+    if known is not None:
+        return known
     prefix, _, name = key.rpartition("/")
     secret = not prefix.endswith(("kubernetes.io", "k8s.io")) and secretish(name)
     if len(key) <= _TRIGGER_MEMO_LEN:

@@ -83,20 +83,15 @@ def object_files(objs: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any
     """relative path → the objects of that List file (one per namespace and kind), in the order given."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     paths: dict[tuple[Any, Any], str] = {}
-    last: tuple[Any, Any, list[dict[str, Any]]] = (object(), object(), [])
     for obj in objs:
         ns = (obj.get("metadata") or {}).get("namespace")
         kind = obj.get("kind")
-        if ns == last[0] and kind == last[1]:  # a collected snapshot's objects come sorted by kind and namespace
-            last[2].append(obj)
-            continue
         where = paths.get((ns, kind))
         if where is None:
             name = _safe(str(kind or "Unknown").lower())
             where = paths[(ns, kind)] = f"objects/namespaces/{_safe(ns)}/{name}.json" if ns else \
                 f"objects/cluster/{name}.json"
-        last = (ns, kind, groups[where])
-        last[2].append(obj)
+        groups[where].append(obj)
     return groups
 
 
