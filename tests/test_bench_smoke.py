@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from generate_large import CONTROLLER_POD, LOG_FILE  # noqa: E402
@@ -58,4 +60,20 @@ def test_bench_smoke_run_reports_every_figure(tmp_path: Path) -> None:
     assert set(cold) == {"--help", "why --help", "checks", "why on example fair-sharing-anomaly"}, out
     assert all(cpu > 0 for cpu in cold.values()), out
     assert re.search(r"^cold start +\d+\.\d+ s CPU +\d+\.\d+ s wall +python -c pass ", out, re.M), out
-    assert re.search(r"^per target +\d+\.\d ms", out, re.M), out
+    per = re.search(r"^per target +(\d+\.\d) ms +\((\d+) pending targets in one process after the first, which "
+                    r"took \d+\.\d\d s: (\d+\.\d) ms for the (\d+) whose ClusterQueue came before, (\d+\.\d) ms for "
+                    r"the first target of each of (\d+) more ClusterQueues\)$", out, re.M)
+    assert per, out
+    assert int(per.group(2)) == int(per.group(4)) + int(per.group(6)) > 0, per.group(0)  # every target in one group
+
+
+def test_per_target_split_separates_each_queues_first_target() -> None:
+    from run import PerTarget  # bench/run.py
+
+    timed = PerTarget(first=2.0, times=[(0.010, True), (0.050, False), (0.020, True), (0.070, False)])
+    assert timed.ms() == (4, pytest.approx(37.5))
+    assert timed.ms(True) == (2, pytest.approx(15.0))  # the per-target cost: the queue's analyses were done before
+    assert timed.ms(False) == (2, pytest.approx(60.0))  # each ClusterQueue's first target pays for them once
+    assert PerTarget(first=1.0, times=[(0.004, True)]).ms(False) == (0, 0.0)
+    assert "15.0 ms for the 2 whose ClusterQueue came before, 60.0 ms for the first target of each of 2 more" \
+        in timed.line()
