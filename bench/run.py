@@ -110,11 +110,11 @@ class PerTarget:
         picked = [s for s, seen in self.times if repeat_queue is None or seen == repeat_queue]
         return len(picked), 1000 * sum(picked) / max(len(picked), 1)
 
-    def line(self) -> str:
-        n, ms = self.ms()
+    def detail(self) -> str:
+        """What the figure `ms()` is made of, split by whether the target's ClusterQueue came before."""
         again, again_ms = self.ms(True)
         new, new_ms = self.ms(False)
-        return (f"{ms:9.1f} ms   ({n} pending targets in one process after the first, which took {self.first:.2f} s: "
+        return (f"({len(self.times)} pending targets in one process after the first, which took {self.first:.2f} s: "
                 f"{again_ms:.1f} ms for the {again} whose ClusterQueue came before, {new_ms:.1f} ms for the first "
                 f"target of each of {new} more ClusterQueues)")
 
@@ -345,6 +345,7 @@ def _without_timings(text: str) -> list[Any]:
 
 
 def per_target(snap: Path, count: int) -> PerTarget:
+    """`count` pending targets of `snap` after the first, each timed apart in one process (`PER_TARGET`)."""
     run = run_once([sys.executable, "-c", PER_TARGET, str(snap), str(count)])
     doc = json.loads(run.stdout)
     return PerTarget(doc["first"], [(float(s), bool(seen)) for s, seen in doc["times"]])
@@ -542,12 +543,14 @@ def main() -> None:
     cold_start(args.repeat, args.quick)
     scales = [float(s) for s in args.per_target_scales.split(",") if s.strip()] if not args.quick else []
     if args.quick:
-        print(f"per target      {per_target(snap, min(args.per_target_count, 20)).line()}")
+        timed = per_target(snap, min(args.per_target_count, 20))
+        print(f"per target      {timed.ms()[1]:9.1f} ms   {timed.detail()}")
     live = [float(x) for x in args.live_scales.split(",") if x.strip()]
     if live and not args.quick:
         live_scales(live, args.repeat)
     for scale in scales:
-        print(f"per target at scale {scale:g}: {per_target(generate(scale), args.per_target_count).line()}")
+        timed = per_target(generate(scale), args.per_target_count)
+        print(f"per target at scale {scale:g}: {timed.ms()[1]:.1f} ms   {timed.detail()}")
 
 
 if __name__ == "__main__":

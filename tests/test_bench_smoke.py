@@ -76,4 +76,4 @@ def test_per_target_split_separates_each_queues_first_target() -> None:
     assert timed.ms(False) == (2, pytest.approx(60.0))  # each ClusterQueue's first target pays for them once
     assert PerTarget(first=1.0, times=[(0.004, True)]).ms(False) == (0, 0.0)
     assert "15.0 ms for the 2 whose ClusterQueue came before, 60.0 ms for the first target of each of 2 more" \
-        in timed.line()
+        in timed.detail()
