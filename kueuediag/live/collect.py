@@ -459,6 +459,7 @@ class Collector:
                 "tool": "kueuediag",
                 "requests": self.client.stats.requests,
                 "bytes": self.client.stats.bytes,
+                "wireBytes": self.client.stats.wire,
                 "retries": self.client.stats.retries,
                 "seconds": round(time.monotonic() - self.started, 2),
             },

@@ -152,14 +152,20 @@ class RequestRecord:
     status: int
     """HTTP status, or 0 for a connection error / timeout"""
     bytes: int
+    """the body's bytes as read (decompressed)"""
     seconds: float
     attempt: int = 1
+    wire: int | None = None
+    """bytes received on the wire when the API server compressed the body (gzip), else None"""
 
 
 @dataclass
 class ClientStats:
     requests: int = 0
     bytes: int = 0
+    """the bodies' bytes as read (decompressed)"""
+    wire: int = 0
+    """bytes received on the wire: fewer than `bytes` when the API server compressed large answers"""
     retries: int = 0
     errors: int = 0
     by_status: dict[int, int] = field(default_factory=dict)
@@ -168,7 +174,8 @@ class ClientStats:
 
     def summary(self) -> str:
         statuses = ", ".join(f"{k}×{v}" for k, v in sorted(self.by_status.items()))
-        return (f"{self.requests} requests, {self.bytes} bytes, {self.retries} retries"
+        compressed = f" ({self.wire} on the wire)" if self.wire != self.bytes else ""
+        return (f"{self.requests} requests, {self.bytes} bytes{compressed}, {self.retries} retries"
                 + (f" (HTTP {statuses})" if statuses else "") + f", {self.seconds:.2f} s transferring")
 
 
@@ -177,6 +184,8 @@ class Response:
     status: int
     headers: Mapping[str, str]
     body: bytes
+    wire: int | None = None
+    """bytes received on the wire when the body came compressed (``Content-Encoding: gzip``), else None"""
 
 
 Transport = Callable[[str, str, list[tuple[str, str]], float], Response]
@@ -228,12 +237,12 @@ class KubeClient:
         `impersonate_user`/`impersonate_groups` are kubectl's `--as`/`--as-group`: the API server then answers
         with that identity's permissions (what a researcher can see), and the collector's 403 handling applies.
         """
-        api_client, cluster, namespace = _load_api_client(kubeconfig, context)
+        api_client, cluster, namespace, compression = _load_api_client(kubeconfig, context)
         if impersonate_user or impersonate_groups:
             _impersonate(api_client, impersonate_user, impersonate_groups)
         kwargs.setdefault("cluster", cluster)
         kwargs.setdefault("default_namespace", namespace)
-        return cls(_kubernetes_transport(api_client), **kwargs)
+        return cls(_kubernetes_transport(api_client, compression=compression), **kwargs)
 
     # --- time ---------------------------------------------------------------------------------------------
     def remaining(self) -> float:
@@ -273,7 +282,7 @@ class KubeClient:
                 if attempt > limit or not self._backoff(attempt, None):
                     raise ClusterUnavailable(unreachable) from None
                 continue
-            self._record(method, shown, resp.status, len(resp.body), start, attempt)
+            self._record(method, shown, resp.status, len(resp.body), start, attempt, resp.wire)
             if resp.status in RETRYABLE and not self._out_of_retries(attempt):
                 if not self._backoff(attempt, resp.headers):
                     asked = retry_after(resp.headers)
@@ -286,13 +295,15 @@ class KubeClient:
     def _out_of_retries(self, attempt: int) -> bool:
         return self.max_retries is not None and attempt > self.max_retries
 
-    def _record(self, method: str, path: str, status: int, size: int, start: float, attempt: int) -> None:
+    def _record(self, method: str, path: str, status: int, size: int, start: float, attempt: int,
+                wire: int | None = None) -> None:
         seconds = self._clock() - start
         with self._record_lock:
-            self.log.append(RequestRecord(method, path, status, size, round(seconds, 4), attempt))
+            self.log.append(RequestRecord(method, path, status, size, round(seconds, 4), attempt, wire))
             self.stats.seconds += seconds
             self.stats.requests += 1
             self.stats.bytes += size
+            self.stats.wire += size if wire is None else wire
             self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
             if attempt > 1:
                 self.stats.retries += 1
@@ -500,8 +511,9 @@ def _short(exc: BaseException) -> str:
 
 
 # --- the kubernetes package, imported only here --------------------------------------------------------
-def _load_api_client(kubeconfig: str | None, context: str | None) -> tuple[Any, str | None, str | None]:
-    """(ApiClient, cluster name, context namespace). Raises ClusterUnavailable with a one-line reason."""
+def _load_api_client(kubeconfig: str | None, context: str | None) -> tuple[Any, str | None, str | None, bool]:
+    """(ApiClient, cluster name, context namespace, whether to ask for compressed answers). Raises
+    ClusterUnavailable with a one-line reason."""
     import importlib
 
     k8s_client: Any = importlib.import_module("kubernetes.client")
@@ -512,6 +524,7 @@ def _load_api_client(kubeconfig: str | None, context: str | None) -> tuple[Any, 
     cfg.retries = False  # retries are ours (bounded, Retry-After aware)
     cluster: str | None = None
     namespace: str | None = None
+    compression = True
     explicit = kubeconfig or os.environ.get("KUBECONFIG")
     default_file = os.path.expanduser("~/.kube/config")
     in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
@@ -526,6 +539,7 @@ def _load_api_client(kubeconfig: str | None, context: str | None) -> tuple[Any, 
                 ctx = chosen.get("context") or {}
                 cluster = ctx.get("cluster") or chosen.get("name")
                 namespace = ctx.get("namespace")
+                compression = not _compression_disabled(k8s_config, files, ctx.get("cluster"))
         else:
             k8s_config.load_incluster_config(client_configuration=cfg)
             cluster = "in-cluster"
@@ -536,7 +550,20 @@ def _load_api_client(kubeconfig: str | None, context: str | None) -> tuple[Any, 
                 namespace = None
     except (ConfigException, OSError, TypeError, ValueError) as exc:
         raise ClusterUnavailable(f"cannot load Kubernetes credentials: {_short(exc)}") from None
-    return k8s_client.ApiClient(configuration=cfg), cluster, namespace
+    return k8s_client.ApiClient(configuration=cfg), cluster, namespace, compression
+
+
+def _compression_disabled(k8s_config: Any, files: str, cluster: Any) -> bool:
+    """The kubeconfig cluster entry's ``disable-compression: true`` (kubectl ≥ 1.26 honours it: the client then
+    does not ask for gzip). The first file of KUBECONFIG naming the cluster wins, as for every other field."""
+    if not cluster:
+        return False
+    merged = k8s_config.kube_config.KubeConfigMerger(files).config
+    for entry in (merged.value.get("clusters") or []) if merged is not None else ():
+        value = getattr(entry, "value", entry)
+        if isinstance(value, dict) and value.get("name") == cluster:
+            return (value.get("cluster") or {}).get("disable-compression") is True
+    return False
 
 
 def _impersonate(api_client: Any, user: str | None, groups: Sequence[str]) -> None:
@@ -564,13 +591,25 @@ def _impersonate(api_client: Any, user: str | None, groups: Sequence[str]) -> No
     api_client.param_serialize = with_identity
 
 
-def _kubernetes_transport(api_client: Any, max_body_bytes: int = MAX_BODY_BYTES) -> Transport:
+def _kubernetes_transport(api_client: Any, max_body_bytes: int = MAX_BODY_BYTES,
+                          compression: bool = True) -> Transport:
+    """GETs through the kubernetes package's ApiClient (its auth, TLS and proxy settings), each body read bounded.
+
+    Like kubectl, the client accepts gzip unless the kubeconfig's cluster says ``disable-compression: true``:
+    kube-apiserver compresses API answers of 128 KiB or more (APIResponseCompression, on by default since 1.16),
+    which is every full page of a cluster-wide LIST. The body is decompressed as it is read (urllib3, zlib outside
+    the interpreter lock), and the size bound applies to the decompressed bytes.
+    """
+    accept = {"Accept": "application/json, */*"}
+    if compression:
+        accept["Accept-Encoding"] = "gzip"
+
     def send(method: str, path: str, query: list[tuple[str, str]], timeout: float) -> Response:
         assert method in ALLOWED_METHODS, f"kueuediag is read-only: refusing {method} {path}"
         deadline = time.monotonic() + timeout
         _m, url, headers, _body, _post = api_client.param_serialize(
             method=method, resource_path=path, query_params=query or None,
-            header_params={"Accept": "application/json, */*"}, auth_settings=["BearerToken"],
+            header_params=dict(accept), auth_settings=["BearerToken"],
         )
         resp = api_client.call_api(method, url, header_params=headers, _request_timeout=timeout)
         raw = getattr(resp, "response", None)  # the urllib3 response, body not read yet (preload_content=False)
@@ -579,6 +618,20 @@ def _kubernetes_transport(api_client: Any, max_body_bytes: int = MAX_BODY_BYTES)
         else:  # pragma: no cover - older clients preload the body
             body = resp.read() or b""
         hdrs = {str(k): str(v) for k, v in (resp.getheaders() or {}).items()}
-        return Response(int(resp.status), hdrs, body if isinstance(body, bytes) else str(body).encode())
+        wire = _wire_bytes(raw, hdrs)
+        return Response(int(resp.status), hdrs, body if isinstance(body, bytes) else str(body).encode(), wire)
 
     return send
+
+
+def _wire_bytes(raw: Any, headers: Mapping[str, str]) -> int | None:
+    """Bytes the server sent for a body that came compressed (urllib3 counts what it pulled off the socket), else
+    None: the body as read is what travelled."""
+    encoding = next((v for k, v in headers.items() if k.lower() == "content-encoding"), "")
+    tell = getattr(raw, "tell", None)
+    if not encoding or encoding.lower() == "identity" or not callable(tell):
+        return None
+    try:
+        return int(tell())
+    except (TypeError, ValueError, OSError):
+        return None

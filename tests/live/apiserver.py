@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 import socket
@@ -81,19 +82,28 @@ class Fault:
             self.hits < self.times
 
 
+GZIP_THRESHOLD = 128 * 1024
+"""kube-apiserver compresses only responses this large (smaller ones cost more CPU than they save), at gzip level 1"""
+
+
 @dataclass
 class Recorded:
     method: str
     path: str
     query: dict[str, str]
     status: int
+    gzip: bool = False
+    """the answer went gzipped (the request accepted it and the body reached the threshold)"""
 
 
 class FakeCluster:
     def __init__(self, objects: Iterable[dict[str, Any]], logs: dict[str, str] | None = None,
                  kueue_versions: tuple[str, ...] = ("v1beta2", "v1beta1"), kueue_installed: bool = True,
-                 visibility: bool = True) -> None:
+                 visibility: bool = True, compression: bool = True) -> None:
         self.objects = [json.loads(json.dumps(o)) for o in objects]
+        self.compression = compression
+        """answer as kube-apiserver does with APIResponseCompression (on by default since 1.16): an API object or
+        list of at least 128 KiB is gzipped at level 1 when the request accepts gzip; logs never are"""
         self.logs = logs or {}
         self.kueue_versions = kueue_versions
         self.kueue_installed = kueue_installed
@@ -124,8 +134,13 @@ class FakeCluster:
                     delivery = fault
                     break
         status, hdrs, body = self._route(method, path, query, query_text, headers, delivery is not None)
+        compressed = (self.compression and len(body) >= GZIP_THRESHOLD and
+                      hdrs.get("Content-Type") == "application/json" and "gzip" in headers.get("accept-encoding", ""))
+        if compressed:
+            body = gzip.compress(body, compresslevel=1, mtime=0)
+            hdrs = {**hdrs, "Content-Encoding": "gzip"}
         with self.lock:
-            self.requests.append(Recorded(method, path, query, status))
+            self.requests.append(Recorded(method, path, query, status, compressed))
         return status, hdrs, body, delivery
 
     def _route(self, method: str, path: str, query: dict[str, str], query_text: str,
@@ -464,12 +479,15 @@ class ApiServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def kubeconfig(self, directory: Path, namespace: str | None = None) -> Path:
+    def kubeconfig(self, directory: Path, namespace: str | None = None, disable_compression: bool = False) -> Path:
         ctx: dict[str, Any] = {"cluster": "prod-gpu-1", "user": "researcher"}
         if namespace:
             ctx["namespace"] = namespace
+        entry: dict[str, Any] = {"server": self.url, "insecure-skip-tls-verify": True}
+        if disable_compression:
+            entry["disable-compression"] = True
         doc = {"apiVersion": "v1", "kind": "Config", "current-context": "test",
-               "clusters": [{"name": "prod-gpu-1", "cluster": {"server": self.url, "insecure-skip-tls-verify": True}}],
+               "clusters": [{"name": "prod-gpu-1", "cluster": entry}],
                "contexts": [{"name": "test", "context": ctx}],
                "users": [{"name": "researcher", "user": {"token": TOKEN}}]}
         p = directory / "kubeconfig.yaml"

@@ -215,7 +215,7 @@ def test_api_going_away_mid_collection_keeps_what_was_read(api_server: ServerFac
     from kueuediag.live.kube import Response, _kubernetes_transport, _load_api_client
 
     with api_server() as srv:
-        api_client, cluster, _ = _load_api_client(str(srv.kubeconfig(tmp_path)), None)
+        api_client, cluster, _, _ = _load_api_client(str(srv.kubeconfig(tmp_path)), None)
         real = _kubernetes_transport(api_client)
         gone = [False]
         after = [0]  # requests sent after the API server went away (the controller's log, read on its own thread
@@ -251,7 +251,7 @@ def test_the_controller_log_travels_while_the_objects_are_read(command: str, api
     from kueuediag.live.kube import Response, _kubernetes_transport, _load_api_client
 
     with api_server() as srv:
-        api_client, cluster, _ = _load_api_client(str(srv.kubeconfig(tmp_path)), None)
+        api_client, cluster, _, _ = _load_api_client(str(srv.kubeconfig(tmp_path)), None)
         real = _kubernetes_transport(api_client)
         spans: list[tuple[str, float, float]] = []
 
