@@ -389,7 +389,7 @@ def cold_start(repeat: int, quick: bool = False) -> None:
 
 LIVE_DEADLINE = "900"
 """seconds: `--timeout` for the live runs, so that a slow (loaded) machine measures whole collections"""
-_SUMMARY = re.compile(r"kueuediag: (\d+) requests, (\d+) bytes, .*?([\d.]+) s transferring")
+_SUMMARY = re.compile(r"kueuediag: (\d+) requests, (\d+) bytes(?: \((\d+) on the wire\))?, .*?([\d.]+) s transferring")
 
 
 REPLAY = """
@@ -487,7 +487,7 @@ def measure_live(snap: Path, repeat: int, gzip: bool = False) -> dict[str, LiveR
                 cluster.sent = 0
                 run = run_once(cmd, env)
                 m = _SUMMARY.findall(run.stderr)
-                transfer = float(m[-1][2]) if m else float("nan")
+                transfer = float(m[-1][3]) if m else float("nan")
                 asked, sent = list(cluster.requests), cluster.sent
                 listing = Path(tmp) / "requests.json"
                 listing.write_text(json.dumps([[r.path, r.query] for r in asked]))
@@ -556,6 +556,7 @@ def main() -> None:
             live_scales(scales, args.repeat)
         else:
             measure_live(args.snapshot or generate(args.scale), args.repeat)
+            measure_live(args.snapshot or generate(args.scale), args.repeat, gzip=True)
         return
     snap = args.snapshot or generate(args.scale)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())

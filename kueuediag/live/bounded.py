@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,8 +27,10 @@ class BodyTimeout(TimeoutError):
 class BodyTooLarge(Exception):
     """The response body exceeded the size cap for its kind of request."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, wire: int | None = None) -> None:
         self.limit = limit
+        self.wire = wire
+        """bytes read off the wire before the body was refused, when it came compressed (else None)"""
         super().__init__(f"response larger than {human_bytes(limit)} (the bound for one response)")
 
 
@@ -45,7 +48,15 @@ def read_body(response: Any, *, deadline: float, max_bytes: int,
 
     Before each chunk the socket timeout is set to the time left, so a stalled server cannot hold one read
     past the deadline either. The connection is released (closed) on every failure.
+
+    A gzipped body (``Content-Encoding: gzip``, what kube-apiserver sends for large answers when asked) is read as
+    it travelled and decompressed here, never more than `max_bytes` of output: urllib3's own decoding keeps reading
+    the socket within one call until some output appears (a gzip header, or one byte dripped at a time, would hold
+    it past the deadline), and inflates a whole chunk before any size check. A stream cut short gives what it
+    decompressed so far, as an uncompressed body cut short gives its first bytes.
     """
+    if _gzipped(response):
+        return _read_gzip(response, deadline=deadline, max_bytes=max_bytes, clock=clock)
     chunks: list[bytes] = []
     size = 0
     reader = getattr(response, "read1", None) or response.read
@@ -69,6 +80,53 @@ def read_body(response: Any, *, deadline: float, max_bytes: int,
             if size > max_bytes:
                 raise BodyTooLarge(max_bytes)
             chunks.append(chunk)
+    except BaseException:
+        _close(response)
+        raise
+
+
+def _gzipped(response: Any) -> bool:
+    headers = getattr(response, "headers", None)
+    encoding = headers.get("content-encoding", "") if headers is not None else ""
+    return isinstance(encoding, str) and encoding.strip().lower() in ("gzip", "x-gzip")
+
+
+def _read_gzip(response: Any, *, deadline: float, max_bytes: int, clock: Callable[[], float]) -> bytes:
+    """`read_body` for a gzipped body: the raw chunks (urllib3's `decode_content=False`), inflated here."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    chunks: list[bytes] = []
+    size = wire = 0
+    reader = getattr(response, "read1", None) or response.read
+    try:
+        while True:
+            left = deadline - clock()
+            if left <= 0:
+                raise BodyTimeout(f"response body incomplete after the deadline ({wire} bytes read)")
+            _arm(response, left)
+            try:
+                raw = reader(CHUNK, decode_content=False)
+            except TimeoutError:
+                raise BodyTimeout(f"response body stalled ({wire} bytes read)") from None
+            except Exception as exc:  # urllib3 wraps socket timeouts in its own ReadTimeoutError
+                if "timed out" in str(exc).lower():
+                    raise BodyTimeout(f"response body stalled ({wire} bytes read)") from None
+                raise
+            if not raw:
+                return b"".join(chunks)
+            wire += len(raw)
+            if inflate.eof:  # bytes after the gzip stream: read to the end (the connection is reused), kept out
+                if wire > max_bytes:
+                    raise BodyTooLarge(max_bytes, wire)
+                continue
+            try:  # at most one byte past the bound: more input left over means the body is too large
+                out = inflate.decompress(raw, max_bytes - size + 1)
+            except zlib.error:  # not gzip after all: what was inflated so far, as a body cut short
+                _close(response)
+                return b"".join(chunks)
+            size += len(out)
+            if size > max_bytes or inflate.unconsumed_tail:
+                raise BodyTooLarge(max_bytes, wire)
+            chunks.append(out)
     except BaseException:
         _close(response)
         raise

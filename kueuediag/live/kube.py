@@ -273,7 +273,7 @@ class KubeClient:
             except DeadlineExceeded:
                 raise
             except BodyTooLarge as exc:  # not transient: retrying would read the same huge answer again
-                self._record(method, shown, 0, exc.limit, start, attempt)
+                self._record(method, shown, 0, exc.limit, start, attempt, exc.wire)
                 raise KubeError(0, shown, str(exc)) from None
             except Exception as exc:  # connection refused, reset, read timeout, slow body, TLS failure
                 self._record(method, shown, 0, 0, start, attempt)

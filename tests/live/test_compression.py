@@ -78,17 +78,38 @@ def test_the_size_bound_holds_for_the_decompressed_body(api_server: ServerFactor
         [first] = [r for r in srv.cluster.requests if r.path == "/api/v1/pods"]
     assert first.gzip  # it travelled compressed: under the bound on the wire, over it once inflated
     assert c.log[0].bytes == 150_000
+    wire = c.log[0].wire  # what was read off the wire before the refusal, not the bound
+    assert wire is not None and 0 < wire < 150_000 and c.stats.wire == wire
 
 
 def test_a_compressed_body_cut_off_is_fetched_again_then_reported(api_server: ServerFactory, tmp_path: Path) -> None:
     """A gzip stream cut short inflates to a prefix of the JSON: handled as any body cut off by a proxy."""
     with api_server(objects=pods(600)) as srv:
-        srv.cluster.faults.append(Fault(path=r"^/api/v1/pods$", query="limit=500", truncate=5_000, times=2))
+        srv.cluster.faults.append(Fault(path=r"^/api/v1/pods$", query="limit=500", truncate=2_000, times=2))
         c = KubeClient.from_kubeconfig(str(srv.kubeconfig(tmp_path)))
         got = c.list_items("/api/v1/pods")  # two cut answers, then a whole one
         firsts = [r for r in srv.cluster.requests if r.path == "/api/v1/pods" and "continue" not in r.query]
     assert names(got) == names(pods(600))
     assert len(firsts) == 3 and all(r.gzip for r in firsts)
+
+
+def test_a_compressed_body_dripped_is_cut_at_the_deadline(api_server: ServerFactory, tmp_path: Path) -> None:
+    """One byte every 50 ms: the gzip header and the first block inflate to nothing for their first ~80 bytes, and
+    a reader that waited for decompressed output before looking at the clock would hold on for seconds (with a
+    long header name, for ever). The body is cut when the request's time is up, as an uncompressed one is."""
+    import time
+
+    with api_server(objects=pods(600)) as srv:
+        srv.cluster.faults.append(Fault(path=r"^/api/v1/pods$", drip=0.05))
+        c = KubeClient.from_kubeconfig(str(srv.kubeconfig(tmp_path)), timeout=30, request_timeout=0.5,
+                                       max_retries=0)
+        start = time.monotonic()
+        with pytest.raises(Exception, match="cannot reach the Kubernetes API.*body"):
+            c.list_items("/api/v1/pods")
+        took = time.monotonic() - start
+        [asked] = [r for r in srv.cluster.requests if r.path == "/api/v1/pods"]
+    assert asked.gzip
+    assert took < 1.5, took
 
 
 def test_logs_are_never_compressed(tmp_path: Path) -> None:
