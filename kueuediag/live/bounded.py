@@ -14,6 +14,7 @@ import email.utils
 import time
 import zlib
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 CHUNK = 64 * 1024
@@ -55,48 +56,12 @@ def read_body(response: Any, *, deadline: float, max_bytes: int,
     it past the deadline), and inflates a whole chunk before any size check. A stream cut short gives what it
     decompressed so far, as an uncompressed body cut short gives its first bytes.
     """
-    if _gzipped(response):
-        return _read_gzip(response, deadline=deadline, max_bytes=max_bytes, clock=clock)
-    chunks: list[bytes] = []
-    size = 0
-    reader = getattr(response, "read1", None) or response.read
-    try:
-        while True:
-            left = deadline - clock()
-            if left <= 0:
-                raise BodyTimeout(f"response body incomplete after the deadline ({size} bytes read)")
-            _arm(response, left)
-            try:  # read1: whatever has arrived (read(n) would block until n bytes, one drip at a time)
-                chunk = reader(CHUNK)
-            except TimeoutError:
-                raise BodyTimeout(f"response body stalled ({size} bytes read)") from None
-            except Exception as exc:  # urllib3 wraps socket timeouts in its own ReadTimeoutError
-                if "timed out" in str(exc).lower():
-                    raise BodyTimeout(f"response body stalled ({size} bytes read)") from None
-                raise
-            if not chunk:
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > max_bytes:
-                raise BodyTooLarge(max_bytes)
-            chunks.append(chunk)
-    except BaseException:
-        _close(response)
-        raise
-
-
-def _gzipped(response: Any) -> bool:
-    headers = getattr(response, "headers", None)
-    encoding = headers.get("content-encoding", "") if headers is not None else ""
-    return isinstance(encoding, str) and encoding.strip().lower() in ("gzip", "x-gzip")
-
-
-def _read_gzip(response: Any, *, deadline: float, max_bytes: int, clock: Callable[[], float]) -> bytes:
-    """`read_body` for a gzipped body: the raw chunks (urllib3's `decode_content=False`), inflated here."""
-    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if _gzipped(response) else None
+    reader = getattr(response, "read1", None) or response.read  # read1: whatever has arrived (read(n) would block
+    # until n bytes, one drip at a time)
+    read = partial(reader, CHUNK, decode_content=False) if inflate is not None else partial(reader, CHUNK)
     chunks: list[bytes] = []
     size = wire = 0
-    reader = getattr(response, "read1", None) or response.read
     try:
         while True:
             left = deadline - clock()
@@ -104,7 +69,7 @@ def _read_gzip(response: Any, *, deadline: float, max_bytes: int, clock: Callabl
                 raise BodyTimeout(f"response body incomplete after the deadline ({wire} bytes read)")
             _arm(response, left)
             try:
-                raw = reader(CHUNK, decode_content=False)
+                raw = read()
             except TimeoutError:
                 raise BodyTimeout(f"response body stalled ({wire} bytes read)") from None
             except Exception as exc:  # urllib3 wraps socket timeouts in its own ReadTimeoutError
@@ -114,22 +79,29 @@ def _read_gzip(response: Any, *, deadline: float, max_bytes: int, clock: Callabl
             if not raw:
                 return b"".join(chunks)
             wire += len(raw)
-            if inflate.eof:  # bytes after the gzip stream: read to the end (the connection is reused), kept out
-                if wire > max_bytes:
-                    raise BodyTooLarge(max_bytes, wire)
-                continue
-            try:  # at most one byte past the bound: more input left over means the body is too large
-                out = inflate.decompress(raw, max_bytes - size + 1)
-            except zlib.error:  # not gzip after all: what was inflated so far, as a body cut short
-                _close(response)
-                return b"".join(chunks)
+            out = raw
+            if inflate is not None:
+                if inflate.eof:  # bytes after the gzip stream: read to the end (the connection is reused), kept out
+                    out = b""
+                else:
+                    try:  # at most one byte past the bound: the output stops there
+                        out = inflate.decompress(raw, max_bytes - size + 1)
+                    except zlib.error:  # not gzip after all: what was inflated so far, as a body cut short
+                        _close(response)
+                        return b"".join(chunks)
             size += len(out)
-            if size > max_bytes or inflate.unconsumed_tail:
-                raise BodyTooLarge(max_bytes, wire)
+            if size > max_bytes or wire > max_bytes:
+                raise BodyTooLarge(max_bytes, wire if inflate is not None else None)
             chunks.append(out)
     except BaseException:
         _close(response)
         raise
+
+
+def _gzipped(response: Any) -> bool:
+    headers = getattr(response, "headers", None)
+    encoding = headers.get("content-encoding", "") if headers is not None else ""
+    return isinstance(encoding, str) and encoding.strip().lower() in ("gzip", "x-gzip")
 
 
 def _arm(response: Any, seconds: float) -> None:
