@@ -358,9 +358,10 @@ COLD_START_TARGET = 0.3
 """seconds, for each cold-start command (issue 11)"""
 
 
-def cold_start(repeat: int, quick: bool = False) -> None:
-    """A fresh process per run, best of at least 5 (of `repeat` with --quick): CPU (user + sys, the figure the
-    targets are judged on) and wall.
+def cold_start(repeat: int) -> None:
+    """A fresh process per run, best of at least 5 (`--repeat` or more; a run takes a fraction of a second, and one
+    sample says more about the machine's minute than about the command): CPU (user + sys, the figure the targets are
+    judged on) and wall.
 
     Byte-code caching is forced on (a warm-up run writes the caches), as in an installed package: with
     PYTHONDONTWRITEBYTECODE set, every run would compile every module it imports.
@@ -381,7 +382,7 @@ def cold_start(repeat: int, quick: bool = False) -> None:
     }
     for label, cmd in commands.items():
         run_once(cmd, env)  # warm-up: writes the byte-code caches
-        run = best(cmd, repeat if quick else max(repeat, 5), env)
+        run = best(cmd, max(repeat, 5), env)
         verdict = "" if label.startswith("python") else \
             f"  (target ≤ {COLD_START_TARGET:.3f} s: {'ok' if run.cpu <= COLD_START_TARGET else 'OVER'})"
         print(f"cold start      {run.cpu:9.3f} s CPU {run.seconds:6.3f} s wall   {label}{verdict}")
@@ -563,7 +564,7 @@ def main() -> None:
     print(f"machine         {os.cpu_count()} cores, Python {sys.version.split()[0]}, best of {args.repeat}, "
           f"load average {load} at the start")
     measure_snapshot(snap, args.repeat, args.quick)
-    cold_start(args.repeat, args.quick)
+    cold_start(args.repeat)
     scales = [float(s) for s in args.per_target_scales.split(",") if s.strip()] if not args.quick else []
     if args.quick:
         timed = per_target(snap, min(args.per_target_count, 20))
